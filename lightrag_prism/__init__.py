@@ -1,0 +1,1 @@
+"""lightrag_prism: a drop-in LightRAG plugin."""

