@@ -1,1 +1,28 @@
-"""lightrag_prism: a drop-in LightRAG plugin."""
+"""lightrag_prism: a drop-in LightRAG plugin for multi-hop graph retrieval.
+
+    from lightrag_prism import LightRAG, QueryParam   # PrismRAG and PrismQueryParam under the stock names
+"""
+
+from . import patches  # noqa: F401  (checks the LightRAG version and installs the query hooks first)
+from .backends import (
+    OfflineTokenizer,
+    embedding_from_env,
+    llm_from_env,
+    local_embedding_func,
+    openai_compatible_embedding,
+    openai_compatible_llm,
+)
+from .errors import LLMNotConfiguredError
+from .param import PrismQueryParam
+from .rag import PrismRAG
+from .retrievers import registered_modes, valid_modes
+
+LightRAG = PrismRAG
+QueryParam = PrismQueryParam
+
+__all__ = [
+    "LightRAG", "QueryParam", "PrismRAG", "PrismQueryParam", "LLMNotConfiguredError", "OfflineTokenizer",
+    "embedding_from_env", "llm_from_env", "local_embedding_func", "openai_compatible_embedding",
+    "openai_compatible_llm", "registered_modes", "valid_modes",
+]
+__version__ = "0.1.0"

@@ -1,1 +1,24 @@
+"""Offline-first backends: tokenizer, local embedder, no-LLM stand-in and OpenAI-compatible endpoints."""
 
+from .offline_llm import OFFLINE_MODEL_NAME, offline_llm_complete
+from .openai_compat import (
+    embedding_from_env,
+    llm_configured_in_env,
+    llm_from_env,
+    openai_compatible_embedding,
+    openai_compatible_llm,
+)
+from .tokenizer import OfflineTokenizer
+
+
+def local_embedding_func(batch_size: int = 64):
+    """all-MiniLM-L6-v2 as a LightRAG EmbeddingFunc (imported lazily: it pulls torch)."""
+    from .local_embedder import local_embedding_func as make
+
+    return make(batch_size=batch_size)
+
+
+__all__ = [
+    "OFFLINE_MODEL_NAME", "OfflineTokenizer", "embedding_from_env", "llm_configured_in_env", "llm_from_env",
+    "local_embedding_func", "offline_llm_complete", "openai_compatible_embedding", "openai_compatible_llm",
+]

@@ -1,1 +1,39 @@
+"""The mode registry: the one place where lightrag_prism query modes are declared.
 
+Each entry maps a mode name to the module implementing it. A mode module defines
+
+* ``KIND``: ``"kg"`` (entities, relations and chunks; answered through LightRAG's ``kg_query`` path) or
+  ``"chunks"`` (ranked passages only; answered through LightRAG's ``naive_query`` path);
+* ``async def retrieve(ctx: QueryContext) -> Retrieval``.
+
+Modules are imported lazily, on first use of their mode.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from ..param import STOCK_MODES
+
+MODE_MODULES: dict[str, str] = {
+    # filled in by the mode issues, e.g. "prism": "lightrag_prism.retrievers.prism",
+}
+
+
+def registered_modes() -> list[str]:
+    return sorted(MODE_MODULES)
+
+
+def valid_modes() -> list[str]:
+    return sorted(set(STOCK_MODES) | set(MODE_MODULES))
+
+
+def check_mode(mode: str) -> None:
+    if mode not in STOCK_MODES and mode not in MODE_MODULES:
+        raise ValueError(f"Unknown query mode {mode!r}. Valid modes: {', '.join(valid_modes())}")
+
+
+def mode_module(mode: str) -> ModuleType:
+    check_mode(mode)
+    return importlib.import_module(MODE_MODULES[mode])

@@ -1,0 +1,65 @@
+"""QueryContext: what a retriever gets: the instance, the query, its parameters and shared per-query services."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+import numpy as np
+
+from .errors import LLMNotConfiguredError
+from .llm import cached_llm_call
+from .result import Retrieval
+from .snapshot import GraphSnapshot
+
+if TYPE_CHECKING:
+    from .param import PrismQueryParam
+    from .rag import PrismRAG
+
+
+@dataclass
+class QueryContext:
+    rag: "PrismRAG"
+    query: str
+    param: "PrismQueryParam"
+    ll_keywords: str = ""
+    hl_keywords: str = ""
+    # Calls LightRAG's own retrieval step for this query (stage 1 of kg_query, or naive vector search).
+    stock_search: Callable[..., Awaitable[Any]] | None = None
+    retrieval: Retrieval = field(default_factory=Retrieval)
+    _embeddings: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def llm_configured(self) -> bool:
+        return self.rag.llm_configured
+
+    async def snapshot(self) -> GraphSnapshot:
+        return await self.rag.graph_snapshot()
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        """Embed texts as queries (cached per query), returning L2-normalised rows."""
+        missing = [t for t in dict.fromkeys(texts) if t not in self._embeddings]
+        if missing:
+            vectors = np.asarray(await self.rag.embedding_func(missing, context="query"), dtype=np.float32)
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            vectors = vectors / np.where(norms == 0, 1.0, norms)
+            self._embeddings.update(zip(missing, vectors))
+        return np.stack([self._embeddings[t] for t in texts]) if texts else np.zeros((0, 0), np.float32)
+
+    async def llm(self, prompt: str, *, step: str, system_prompt: str | None = None, **kwargs) -> str | None:
+        """Ask the instance's LLM (LightRAG's cache and concurrency limit apply).
+
+        Returns ``None`` and records a fallback for ``step`` when no LLM is configured or the call fails; the
+        caller then takes its documented non-LLM path.
+        """
+        if not self.llm_configured:
+            self.retrieval.record_fallback(step, "no LLM configured")
+            return None
+        try:
+            return await cached_llm_call(self.rag, prompt, system_prompt=system_prompt, cache_type=step,
+                                         mode=self.param.mode, **kwargs)
+        except LLMNotConfiguredError:
+            self.retrieval.record_fallback(step, "no LLM configured")
+        except Exception as exc:  # an LLM/network error must not fail the query: fall back and record it
+            self.retrieval.record_fallback(step, f"LLM error: {type(exc).__name__}: {exc}")
+        return None

@@ -1,0 +1,53 @@
+"""One helper for every LLM call the plugin makes: through the instance's LLM function, with LightRAG's cache.
+
+The role function ``rag.role_llm_funcs["query"]`` carries LightRAG's concurrency limit (``llm_model_max_async``)
+and priority queue; answers are cached in ``rag.llm_response_cache`` under ``{mode}:{cache_type}:{hash}`` with
+LightRAG's own ``handle_cache``/``save_to_cache``, so a repeated query asks nothing again.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from lightrag.utils import CacheData, compute_args_hash, handle_cache, save_to_cache
+
+
+async def cached_llm_call(rag, prompt: str, *, system_prompt: str | None = None, cache_type: str = "prism",
+                          mode: str = "prism", **kwargs: Any) -> str:
+    cache = rag.llm_response_cache
+    args_hash = compute_args_hash(cache_type, system_prompt or "", prompt, rag.llm_model_name or "")
+    cached = await handle_cache(cache, args_hash, prompt, mode, cache_type=cache_type)
+    if cached is not None:
+        return cached[0]
+    llm = rag.role_llm_funcs["query"]
+    answer = await llm(prompt, system_prompt=system_prompt, **kwargs)
+    if not isinstance(answer, str):
+        raise TypeError(f"LLM returned {type(answer).__name__}, expected str")
+    await save_to_cache(cache, CacheData(args_hash=args_hash, content=answer, prompt=prompt, mode=mode,
+                                         cache_type=cache_type))
+    return answer
+
+
+_JSON_BLOCK = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+def parse_json_answer(text: str | None) -> Any | None:
+    """Parse an LLM answer as JSON: the whole text, a fenced block, then the outermost {...} or [...].
+
+    Returns ``None`` when nothing parses. Never evaluates the text.
+    """
+    if not text:
+        return None
+    candidates = [text.strip()] + [m.strip() for m in _JSON_BLOCK.findall(text)]
+    for opener, closer in (("{", "}"), ("[", "]")):
+        start, end = text.find(opener), text.rfind(closer)
+        if 0 <= start < end:
+            candidates.append(text[start:end + 1])
+    for candidate in candidates:
+        try:
+            return json.loads(candidate)
+        except (json.JSONDecodeError, ValueError):
+            continue
+    return None

@@ -1,0 +1,100 @@
+"""PrismQueryParam: LightRAG's QueryParam plus the knobs of every lightrag_prism mode.
+
+All new fields come after LightRAG's own (positional construction keeps working) and have defaults, so stock modes
+behave exactly as before. ``None`` means "the mode's default": the ``prism`` mode turns the three perspectives on
+with PrismRAG's quick-start values, the stock KG modes leave them off (see :func:`resolve_prism_knobs`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lightrag import QueryParam
+
+STOCK_MODES = ("local", "global", "hybrid", "naive", "mix", "bypass")
+KG_STOCK_MODES = ("local", "global", "hybrid", "mix")
+FUSION_METHODS = ("rrf", "score")
+
+# PrismRAG quick-start values (seed README): what `mode="prism"` uses for knobs left at None.
+PRISM_MODE_DEFAULTS = {"max_hop": 2, "top_neighbors": 30, "top_ppr_nodes": 5, "top_fastrp_nodes": 5}
+# Inside local/global/hybrid/mix the perspectives are off unless asked for.
+STOCK_MODE_DEFAULTS = {"max_hop": 0, "top_neighbors": 30, "top_ppr_nodes": 0, "top_fastrp_nodes": 0}
+
+
+@dataclass
+class PrismQueryParam(QueryParam):
+    mode: str = "mix"  # any stock mode or a registered lightrag_prism mode (validated at query time)
+
+    # --- PrismRAG perspectives (prism mode; opt-in inside local/global/hybrid/mix) ---
+    max_hop: int | None = None
+    top_neighbors: int | None = None
+    multi_hop_relevance_threshold: float = 0.2
+    top_ppr_nodes: int | None = None
+    top_fastrp_nodes: int | None = None
+    fusion_method: str = "rrf"
+    ppr_damping: float = 0.85
+    seed_temperature: float = 0.1
+    enable_recognition: bool = False
+    recognition_batch_size: int = 10
+
+    # --- HippoRAG 2 (hipporag mode); defaults are HippoRAG 2's ---
+    linking_top_k: int = 5
+    max_filtered_facts: int = 4
+    top_seed_phrases: int = 5
+    passage_node_weight: float = 0.05
+    hipporag_damping: float = 0.5
+    enable_fact_filter: bool = True
+
+    # --- FiDeLiS (fidelis mode); defaults are the official code's ---
+    topic_entities: list[str] = field(default_factory=list)
+    beam_top_n: int = 30
+    beam_width: int = 3
+    max_path_length: int = 3
+    lookahead_alpha: float = 0.3
+
+    # --- LLM rerankers (ensemble and tournament modes) ---
+    expansion_queries_min: int = 5
+    expansion_queries_max: int = 7
+    per_query_k: int = 5
+    retrieval_score_max: float = 100.0
+    retrieval_score_min: float = 50.0
+    llm_score_weight: float = 0.6
+    retrieval_score_weight: float = 0.4
+    ensemble_top_k: int = 21
+    rerank_window_size: int = 10
+    rerank_window_overlap: int = 3
+    rerank_top_k: int = 20
+    return_top_k: int = 10
+
+    def __post_init__(self) -> None:
+        if self.fusion_method not in FUSION_METHODS:
+            raise ValueError(f"fusion_method must be one of {list(FUSION_METHODS)}, got {self.fusion_method!r}")
+        for name in ("max_hop", "top_neighbors", "top_ppr_nodes", "top_fastrp_nodes"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 0):
+                raise ValueError(f"{name} must be a non-negative integer or None, got {value!r}")
+        for name in ("ppr_damping", "hipporag_damping"):
+            if not 0.0 < getattr(self, name) < 1.0:
+                raise ValueError(f"{name} must be in (0, 1), got {getattr(self, name)!r}")
+        if self.seed_temperature <= 0:
+            raise ValueError(f"seed_temperature must be > 0, got {self.seed_temperature!r}")
+        if self.rerank_window_overlap >= self.rerank_window_size:
+            raise ValueError("rerank_window_overlap must be smaller than rerank_window_size")
+        if self.expansion_queries_min > self.expansion_queries_max:
+            raise ValueError("expansion_queries_min must not exceed expansion_queries_max")
+        if isinstance(self.topic_entities, str):
+            self.topic_entities = [self.topic_entities]
+
+
+def resolve_prism_knobs(param: QueryParam) -> dict[str, int]:
+    """The effective perspective knobs for ``param.mode`` (None -> the mode's default)."""
+    defaults = PRISM_MODE_DEFAULTS if param.mode == "prism" else STOCK_MODE_DEFAULTS
+    return {name: (getattr(param, name, None) if getattr(param, name, None) is not None else default)
+            for name, default in defaults.items()}
+
+
+def perspectives_enabled(param: QueryParam) -> bool:
+    knobs = resolve_prism_knobs(param)
+    return bool(knobs["max_hop"] or knobs["top_ppr_nodes"] or knobs["top_fastrp_nodes"]) or bool(
+        getattr(param, "enable_recognition", False)
+    )

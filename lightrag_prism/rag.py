@@ -1,0 +1,167 @@
+"""PrismRAG: LightRAG with lightrag_prism's modes, offline defaults and a cached graph snapshot.
+
+A drop-in subclass: same constructor, storages and return types. Differences a user can see:
+
+* ``tokenizer`` defaults to an offline cl100k tokenizer (LightRAG's default downloads its vocabulary);
+* ``llm_model_func`` may be omitted: the offline stand-in then answers the steps that have a deterministic
+  fallback (extraction, summaries, keywords) and answer generation raises :class:`LLMNotConfiguredError`;
+* ``QueryParam(mode=...)`` also accepts the registered lightrag_prism modes; an unknown mode raises ``ValueError``
+  naming the valid ones (stock LightRAG returns a failure dict and ``aquery`` returns ``None``);
+* ``aquery_data``/``aquery`` keep every ``PrismQueryParam`` field (stock ``aquery_data`` rebuilds a base QueryParam).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from lightrag import LightRAG, QueryParam
+from lightrag.operate import kg_query, naive_query
+from lightrag.query_validation import validate_query_not_empty, validate_rag_query
+
+from . import patches
+from .backends.offline_llm import OFFLINE_MODEL_NAME, offline_llm_complete
+from .backends.tokenizer import OfflineTokenizer
+from .context import QueryContext
+from .errors import LLMNotConfiguredError
+from .keywords import extract_keywords
+from .param import KG_STOCK_MODES, STOCK_MODES, PrismQueryParam, perspectives_enabled
+from .query import PrismHooks, active_hooks, annotate, mode_kind
+from .retrievers import check_mode
+from .snapshot import GraphSnapshot, SnapshotCache
+
+# Public LightRAG methods that change the graph: the snapshot is invalidated after each (even if it failed midway).
+GRAPH_MUTATORS = (
+    "apipeline_process_enqueue_documents", "ainsert_custom_kg", "adelete_by_doc_id", "adelete_by_entity",
+    "adelete_by_relation", "aedit_entity", "aedit_relation", "acreate_entity", "acreate_relation",
+    "amerge_entities",
+)
+
+
+def as_prism_param(param: QueryParam) -> PrismQueryParam:
+    if isinstance(param, PrismQueryParam):
+        return replace(param)
+    return PrismQueryParam(**{f.name: getattr(param, f.name) for f in fields(QueryParam)})
+
+
+@dataclass
+class PrismRAG(LightRAG):
+    def __post_init__(self, addon_params):
+        if self.tokenizer is None:
+            self.tokenizer = OfflineTokenizer()
+        if self.llm_model_func is None:
+            self.llm_model_func = offline_llm_complete
+            self.llm_model_name = OFFLINE_MODEL_NAME  # keeps fallback answers apart in the LLM cache
+        super().__post_init__(addon_params)
+        self._snapshots = SnapshotCache(self.chunk_entity_relation_graph)
+
+    # --- state ---------------------------------------------------------------------------------------------
+    @property
+    def llm_configured(self) -> bool:
+        return not getattr(self.llm_model_func, "is_offline_stand_in", False)
+
+    async def graph_snapshot(self) -> GraphSnapshot:
+        """The knowledge graph as CSR matrices, rebuilt lazily after any change (see ``snapshot.py``)."""
+        return await self._snapshots.get()
+
+    def invalidate_snapshot(self) -> None:
+        """Call after changing the graph storage directly (not through this instance's methods)."""
+        self._snapshots.invalidate()
+
+    # --- queries -------------------------------------------------------------------------------------------
+    def _prepare(self, query: str, param: QueryParam) -> tuple[str, PrismQueryParam, list[dict]]:
+        param = as_prism_param(param)
+        check_mode(param.mode)
+        query = validate_query_not_empty(query)
+        if param.mode != "bypass":
+            query = validate_rag_query(query)
+        fallbacks = []
+        uses_keywords = param.mode in KG_STOCK_MODES or (
+            param.mode not in STOCK_MODES and mode_kind(param.mode) == "kg")
+        if uses_keywords and not self.llm_configured and not (param.hl_keywords or param.ll_keywords):
+            param.hl_keywords, param.ll_keywords = extract_keywords(query)
+            fallbacks.append({"step": "keywords", "reason": "no LLM configured: offline keyword extractor"})
+        return query, param, fallbacks
+
+    def _needs_hooks(self, param: PrismQueryParam) -> bool:
+        return param.mode not in STOCK_MODES or (param.mode in KG_STOCK_MODES and perspectives_enabled(param))
+
+    async def _run(self, query: str, param: PrismQueryParam, system_prompt, progress_callback):
+        """Dispatch a query; returns (QueryResult | None, QueryContext)."""
+        ctx = QueryContext(rag=self, query=query, param=param)
+        global_config = patches.build_global_config(self)
+        common = dict(hashing_kv=self.llm_response_cache, system_prompt=system_prompt,
+                      progress_callback=progress_callback)
+        with active_hooks(PrismHooks(ctx) if self._needs_hooks(param) else None):
+            if param.mode == "naive" or (param.mode not in STOCK_MODES and mode_kind(param.mode) == "chunks"):
+                result = await naive_query(query, self.chunks_vdb, param, global_config,
+                                           text_chunks_db=self.text_chunks, **common)
+            else:
+                result = await kg_query(query, self.chunk_entity_relation_graph, self.entities_vdb,
+                                        self.relationships_vdb, self.text_chunks, param, global_config,
+                                        chunks_vdb=self.chunks_vdb, **common)
+        await self.llm_response_cache.index_done_callback()
+        return result, ctx
+
+    def _metadata(self, ctx: QueryContext, fallbacks: list[dict]) -> dict[str, Any]:
+        meta = dict(ctx.retrieval.metadata)
+        meta["fallbacks"] = fallbacks + meta.get("fallbacks", [])
+        meta["llm_configured"] = self.llm_configured
+        return meta
+
+    async def aquery_data(self, query: str, param: QueryParam = QueryParam()) -> dict[str, Any]:
+        query, param, fallbacks = self._prepare(query, param)
+        if param.mode == "bypass":
+            return await super().aquery_data(query, param)
+        param = replace(param, only_need_context=True, only_need_prompt=False, stream=False)
+        result, ctx = await self._run(query, param, None, None)
+        if result is None:  # the same failure dict as stock aquery_data
+            message = "No relevant document chunks found." if param.mode == "naive" else "Query returned no results"
+            failure = {"status": "failure", "message": message, "data": {},
+                       "metadata": {"failure_reason": "no_results", "mode": param.mode}}
+            if self._needs_hooks(param) or fallbacks:
+                failure["metadata"]["prism"] = self._metadata(ctx, fallbacks)
+            return failure
+        raw = annotate(result.raw_data or {}, ctx.retrieval)
+        if self._needs_hooks(param) or fallbacks:  # stock modes with an LLM return exactly LightRAG's output
+            raw.setdefault("metadata", {})["prism"] = self._metadata(ctx, fallbacks)
+        return raw
+
+    async def aquery_llm(self, query: str, param: QueryParam = QueryParam(), system_prompt: str | None = None,
+                         progress_callback=None) -> dict[str, Any]:
+        query, param, fallbacks = self._prepare(query, param)
+        if not (param.only_need_context or param.only_need_prompt) and not self.llm_configured:
+            raise LLMNotConfiguredError(f"Answering a query (mode {param.mode!r})")
+        if param.mode in STOCK_MODES and not self._needs_hooks(param) and not fallbacks:
+            return await super().aquery_llm(query, param, system_prompt, progress_callback)
+        result, ctx = await self._run(query, param, system_prompt, progress_callback)
+        meta = self._metadata(ctx, fallbacks)
+        if result is None:
+            return {"status": "failure", "message": "Query returned no results", "data": {},
+                    "metadata": {"failure_reason": "no_results", "mode": param.mode, "prism": meta},
+                    "llm_response": {"content": None, "response_iterator": None, "is_streaming": False,
+                                     "llm_generated": False}}
+        raw = annotate(result.raw_data or {}, ctx.retrieval)
+        raw.setdefault("metadata", {})["prism"] = meta
+        raw["llm_response"] = {
+            "content": None if result.is_streaming else result.content,
+            "response_iterator": result.response_iterator if result.is_streaming else None,
+            "is_streaming": result.is_streaming, "llm_generated": result.llm_generated,
+        }
+        return raw
+
+
+def _invalidating(name: str):
+    async def method(self, *args, **kwargs):
+        try:
+            return await getattr(super(PrismRAG, self), name)(*args, **kwargs)
+        finally:
+            self._snapshots.invalidate()
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"LightRAG.{name}, then invalidate the graph snapshot."
+    return method
+
+
+for _name in GRAPH_MUTATORS:
+    setattr(PrismRAG, _name, _invalidating(_name))
