@@ -5,9 +5,14 @@ windows (stride = window_size - overlap; the last window ends at the last docume
 Each window is one LLM call returning a JSON ranking with 0-100 scores; a document seen in several
 windows gets the mean of its window scores. Windows run concurrently under a semaphore.
 
+Scores (0-100): the LLM's score for each document, clamped to [0, 100]; a document the LLM ranked but
+did not score gets the window-local rank-derived score ``rank_scores(k)[position]`` (100 → 50).
+
 Fallback (per window, logged and recorded in ``RerankOutcome.fallbacks``): when the answer cannot be
-parsed, names an index outside the window, repeats one, misses one, or the LLM raises, that window
-keeps retrieval order with rank-derived scores ``100 → 50`` (``rank_scores``).
+parsed, names an index outside the window, repeats one, misses one, or the LLM raises, that window's
+documents get *retrieval-rank* scores, linear over the whole input from 100 (first retrieved) down to
+50 (last). Being global, they keep retrieval order among themselves across windows: if every window
+fails, the result is exactly the retrieval order.
 """
 
 from __future__ import annotations
@@ -140,6 +145,7 @@ class ListwiseReranker(Reranker):
         n = len(documents)
         windows = sliding_windows(n, self.window_size, self.overlap)
         semaphore = asyncio.Semaphore(self.max_concurrency)
+        retrieval_scores = rank_scores(n) if n else []
         results = await asyncio.gather(
             *(self._score_window(query, documents, w, i, semaphore) for i, w in enumerate(windows))
         )
@@ -150,6 +156,7 @@ class ListwiseReranker(Reranker):
             calls += called
             if fallback:
                 fallbacks.append(fallback)
+                scores = [retrieval_scores[i] for i in window]
             for index, score in zip(window, scores):
                 totals[index] += score
                 counts[index] += 1
@@ -159,8 +166,8 @@ class ListwiseReranker(Reranker):
 
     async def _score_window(
         self, query: str, documents: list[str], window: range, number: int, semaphore: asyncio.Semaphore
-    ) -> tuple[list[float], str, int]:
-        """``(window-local scores, fallback record or "", llm calls made)`` for one window."""
+    ) -> tuple[list[float] | None, str, int]:
+        """``(window-local scores or None on fallback, fallback record or "", llm calls made)``."""
         k = len(window)
         if k == 1:  # nothing to compare
             return rank_scores(1), "", 0
@@ -171,17 +178,16 @@ class ListwiseReranker(Reranker):
             async with semaphore:
                 answer = await self.llm(prompt, system_prompt=self.system_prompt)
         except Exception as exc:  # noqa: BLE001 - any LLM failure degrades this window only
-            reason = f"LLM error {type(exc).__name__}: {exc}"
-            return self._fallback(number, window, reason), f"window {number}: {reason} → retrieval order", 1
+            return None, self._fallback(number, window, f"LLM error {type(exc).__name__}: {exc}"), 1
         scores, reason = validate_window_answer(parse_listwise_answer(answer), k)
         if scores is None:
-            return self._fallback(number, window, reason), f"window {number}: {reason} → retrieval order", 1
+            return None, self._fallback(number, window, reason), 1
         return scores, "", 1
 
     @staticmethod
-    def _fallback(number: int, window: range, reason: str) -> list[float]:
+    def _fallback(number: int, window: range, reason: str) -> str:
         logger.warning(
             "listwise window %d (docs %d-%d): %s; keeping retrieval order",
             number, window.start, window.stop - 1, reason,
         )
-        return rank_scores(len(window))
+        return f"window {number}: {reason} → retrieval order"

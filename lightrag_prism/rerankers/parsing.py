@@ -139,19 +139,25 @@ def _regex_answer(text: str) -> ListwiseAnswer | None:
 
 
 def parse_listwise_answer(text: str) -> ListwiseAnswer | None:
-    """Parse a window answer: whole-text JSON, fenced JSON, first ``{...}``, first ``[...]``, regex."""
+    """Parse a window answer: whole-text JSON, fenced JSON, first ``{...}``, a regex, then an outer ``[...]``."""
     if not isinstance(text, str) or not text.strip():
         return None
     candidates = [text.strip(), *(m.strip() for m in _FENCE.findall(text))]
-    for block_chars in ("{}", "[]"):
-        block = _first_balanced(text, *block_chars)
-        if block:
-            candidates.append(block)
+    obj = _first_balanced(text, "{", "}")
+    if obj:
+        candidates.append(obj)
     for candidate in candidates:
         answer = _try_json(candidate)
         if answer is not None:
             return answer
-    return _regex_answer(text)
+    answer = _regex_answer(text)
+    if answer is not None:
+        return answer
+    # a bare list only when it is the outer structure: '[{"index": ...}]', not the list inside '{"order": [..]}'
+    bracket, brace = text.find("["), text.find("{")
+    if bracket != -1 and (brace == -1 or bracket < brace):
+        return _try_json(_first_balanced(text, "[", "]") or "")
+    return None
 
 
 # --- pairwise verdicts -------------------------------------------------------------------------
