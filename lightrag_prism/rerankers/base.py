@@ -68,12 +68,6 @@ class Reranker(ABC):
         """Rank ``documents`` for ``query``; never drops a document."""
 
 
-def retrieval_order_outcome(n: int, reason: str | None = None) -> RerankOutcome:
-    """The identity ranking with linearly decreasing scores in ``(0, 1]``; used for trivial inputs."""
-    scores = [1.0 - i / max(n, 1) for i in range(n)]
-    return RerankOutcome(list(range(n)), scores, [reason] if reason else [], 0, 1.0)
-
-
 RerankModelFunc = Callable[..., Awaitable[list[dict[str, Any]]]]
 
 

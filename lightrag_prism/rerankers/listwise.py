@@ -87,7 +87,7 @@ def rank_scores(k: int) -> list[float]:
 
 
 def format_documents(documents: list[str]) -> str:
-    """Numbered documents, labels 1-based: ``[1] text``."""
+    """Numbered documents, labels 1-based: ``[1] text``; whitespace runs collapse so one document is one line."""
     return "\n".join(f"[{label}] {' '.join(doc.split())}" for label, doc in enumerate(documents, start=1))
 
 
@@ -134,6 +134,10 @@ class ListwiseReranker(Reranker):
         for placeholder in ("{query}", "{documents}", "{count}"):
             if placeholder not in prompt:
                 raise ValueError(f"prompt must contain the placeholder {placeholder}")
+        try:
+            prompt.format(query="", documents="", count=0)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(f"prompt is not a valid str.format template: {exc!r}") from None
         self.llm = llm
         self.window_size = window_size
         self.overlap = overlap

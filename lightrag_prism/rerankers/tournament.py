@@ -117,6 +117,10 @@ class TournamentReranker(Reranker):
         for placeholder in ("{query}", "{passage_a}", "{passage_b}"):
             if placeholder not in prompt:
                 raise ValueError(f"prompt must contain the placeholder {placeholder}")
+        try:
+            prompt.format(query="", passage_a="", passage_b="")
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(f"prompt is not a valid str.format template: {exc!r}") from None
         self.llm = llm
         self.max_concurrency = max_concurrency
         self.all_pairs_below = all_pairs_below

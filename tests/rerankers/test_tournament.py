@@ -189,3 +189,8 @@ def test_split_verdict_is_a_tie_and_half_verdict_counts_half():
     half = run(TournamentReranker(HalfBlind()), make_docs([10, 90]))
     assert half.order == [1, 0] and half.scores == [0.25, 0.75]
     assert half.fallbacks == ["1 of 2 verdicts unparseable or ambiguous → counted as ties"]
+
+
+def test_prompt_with_stray_braces_is_rejected():
+    with pytest.raises(ValueError, match="format template"):
+        TournamentReranker(AlwaysA(), prompt="{query} {passage_a} {passage_b} {oops}")
