@@ -18,6 +18,8 @@ from ..param import STOCK_MODES
 
 MODE_MODULES: dict[str, str] = {
     # filled in by the mode issues, e.g. "prism": "lightrag_prism.retrievers.prism",
+    "ensemble": "lightrag_prism.retrievers.ensemble",
+    "tournament": "lightrag_prism.retrievers.tournament",
 }
 
 
