@@ -209,6 +209,9 @@ async def retrieve(ctx: QueryContext) -> Retrieval:
              for i in top]
     own_final_ranking(ctx, len(items))
     ctx.retrieval.chunks = items
-    ctx.retrieval.metadata.update(expanded_queries=queries, per_query_k=k, candidates=len(chunks),
-                                  llm_calls=stats["llm_calls"], llm_cache_hits=stats["cache_hits"])
+    ctx.retrieval.metadata.update(
+        expanded_queries=queries, per_query_k=k, candidates=len(chunks),
+        llm_calls=stats["llm_calls"], llm_cache_hits=stats["cache_hits"],
+        score_breakdown=[{"chunk_id": it.id, "final": it.score, "retrieval": it.data["retrieval_score"],
+                          "llm": it.data["llm_score"], "queries": it.data["queries"]} for it in items])
     return ctx.retrieval
