@@ -5,18 +5,18 @@ top_n)``; every LLM call the reranker makes goes through :func:`lightrag_prism.l
 ``rag.role_llm_funcs["query"]`` (the instance's ``llm_model_func`` behind LightRAG's priority queue, at most
 ``llm_model_max_async`` calls in flight) and LightRAG's ``llm_response_cache`` (a repeated query sends nothing).
 
-Wiring (verified against lightrag-hku 1.5.7, see ``tests/rerankers/test_lightrag_adapter.py``)::
+Wiring (verified against lightrag-hku 1.5.7 by ``tests/retrievers/test_tournament_mode.py``):
 
-    rag = LightRAG(...)                                   # the instance must exist first
-    rag.rerank_model_func = rerank_model_func_for(rag, "tournament")
-
-LightRAG rebuilds its config (``asdict(self)``) for every query, so assigning after construction takes effect on
-the next query. A function assigned this way is *not* wrapped by LightRAG's rerank queue: no
-``rerank_model_max_async`` limit (the LLM calls inside are limited anyway) and no ``default_rerank_timeout``.
-Passing a function to the constructor, ``LightRAG(rerank_model_func=f)``, also works but then LightRAG wraps it
-with ``default_rerank_timeout`` (30 s by default; the worker is cancelled after 2 x that): a tournament is many LLM
-calls, so raise it (e.g. ``default_rerank_timeout=300``). Since ``f`` needs the instance, use
-:class:`DeferredRerankFunc` for that route.
+* **At construction (recommended)**: ``deferred = DeferredRerankFunc("tournament")``,
+  ``rag = LightRAG(..., rerank_model_func=deferred, default_rerank_timeout=300)``, then ``deferred.bind(rag)``.
+  Works in every mode. LightRAG wraps the function in its rerank queue (``rerank_model_max_async``) with
+  ``default_rerank_timeout`` (30 s by default, the worker is cancelled after 2 x that): a tournament is many LLM
+  calls, so raise it.
+* **After construction**: ``install_rerank_model_func(rag, "tournament")``. A plain
+  ``rag.rerank_model_func = f`` reaches only ``naive`` (its config is rebuilt per query from the instance):
+  ``local``/``global``/``hybrid``/``mix`` read the rerank function from the config dict the storages captured at
+  construction (``rag.text_chunks.global_config``), which the helper updates too. No LightRAG queue or timeout is
+  applied on this route (the LLM calls inside are still limited by ``llm_model_max_async``).
 """
 
 from __future__ import annotations
@@ -77,6 +77,16 @@ def rerank_model_func_for(
     rerank_model_func.__name__ = f"{strategy}_rerank_model_func"
     rerank_model_func.strategy = strategy  # type: ignore[attr-defined]
     return rerank_model_func
+
+
+def install_rerank_model_func(rag, strategy: str = "tournament", **knobs: Any) -> RerankModelFunc:
+    """Make ``strategy`` the rerank function of an existing instance, for every query mode; returns it."""
+    func = rerank_model_func_for(rag, strategy, **knobs)
+    rag.rerank_model_func = func
+    storage_config = getattr(getattr(rag, "text_chunks", None), "global_config", None)
+    if isinstance(storage_config, dict):  # what local/global/hybrid/mix read at query time
+        storage_config["rerank_model_func"] = func
+    return func
 
 
 class DeferredRerankFunc:
