@@ -159,6 +159,10 @@ def personalized_pagerank_batch(adj, personalizations, *, damping=0.85, tol=1e-6
     ``personalizations`` has shape (N, B): one column per distribution (columns because
     ``P^T @ X`` then is a single CSR x dense product). Each column is normalised and converges on
     its own L1 criterion. Returns an (N, B) array whose columns sum to 1.
+
+    Note: scipy's CSR x dense kernel becomes memory-latency bound once the (N, B) block leaves the
+    cache, so on large graphs this is about as fast as B single calls (see benchmarks/bench_ppr.py);
+    it is a convenience, not a speedup, beyond ~10^5 nodes.
     """
     _check_params(damping, tol, max_iter)
     t = _as_transition(adj)
