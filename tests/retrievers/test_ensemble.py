@@ -187,3 +187,21 @@ def test_default_top_k_is_21_and_not_cut_by_chunk_top_k(scripted_server, tmp_pat
     result = asyncio.run(run())
     assert len(result["data"]["chunks"]) == 21
     assert len({doc_number(c["content"]) for c in result["data"]["chunks"]}) == 21
+
+
+def test_windows_run_concurrently_within_llm_model_max_async(scripted_server, tmp_path):
+    docs = [f"Document {i}: the river number {i} flows through valley {i} near the Alpha hills." for i in range(24)]
+
+    async def run():
+        rag = await build_rag(scripted_server, tmp_path / "store", docs=docs, llm_model_max_async=2)
+        _garbage_expansion(scripted_server)  # query alone: 21 candidates, windows [0,10) [7,17) [14,21)
+        scripted_server.delay = 0.03
+        try:
+            return await rag.aquery_data(QUERY, param=QueryParam(mode="ensemble"))
+        finally:
+            await rag.finalize_storages()
+
+    result = asyncio.run(run())
+    assert result["metadata"]["prism"]["candidates"] == 21
+    assert scripted_server.count(LISTWISE_MARK) == 3
+    assert scripted_server.max_in_flight == 2
