@@ -195,7 +195,7 @@ def test_windows_run_concurrently_within_llm_model_max_async(scripted_server, tm
     async def run():
         rag = await build_rag(scripted_server, tmp_path / "store", docs=docs, llm_model_max_async=2)
         _garbage_expansion(scripted_server)  # query alone: 21 candidates, windows [0,10) [7,17) [14,21)
-        scripted_server.delay = 0.03
+        scripted_server.delay = 0.2  # long enough to overlap even on a loaded machine
         try:
             return await rag.aquery_data(QUERY, param=QueryParam(mode="ensemble"))
         finally:

@@ -70,7 +70,7 @@ def test_repeat_query_makes_zero_llm_calls(scripted_server, tmp_path):
 @pytest.mark.parametrize("max_async", [1, 3])
 def test_concurrency_bounded_by_llm_model_max_async(scripted_server, tmp_path, max_async):
     tour = QueryParam(mode="tournament", rerank_top_k=4, return_top_k=4)
-    asyncio.run(_queries(scripted_server, tmp_path, [tour], delay=0.03, llm_model_max_async=max_async))
+    asyncio.run(_queries(scripted_server, tmp_path, [tour], delay=0.15, llm_model_max_async=max_async))
     assert scripted_server.max_in_flight == max_async
 
 
