@@ -162,11 +162,14 @@ async def dense_pass(ctx: QueryContext, queries: list[str], k: int) -> list[list
         for i, q in enumerate(queries))))
 
 
-def rerank_llm(ctx: QueryContext, stats: dict):
-    """The reranker's injected LLM: ``ctx.llm`` (instance LLM, LightRAG cache); a failure raises → window fallback."""
+def reranker_llm(ctx: QueryContext, step: str, stats: dict):
+    """A reranker's injected LLM: ``ctx.llm`` (instance LLM, LightRAG cache and queue, calls counted in ``stats``).
+
+    A failed call raises, which the rerankers turn into their own fallback (window → retrieval order, pair → tie).
+    """
 
     async def llm(prompt: str, system_prompt: str | None = None) -> str:
-        answer = await ctx.llm(prompt, step="listwise_rerank", system_prompt=system_prompt, stats=stats)
+        answer = await ctx.llm(prompt, step=step, system_prompt=system_prompt, stats=stats)
         if answer is None:
             raise RuntimeError("no LLM answer")
         return answer
@@ -188,7 +191,7 @@ async def retrieve(ctx: QueryContext) -> Retrieval:
                                                p.retrieval_score_max, p.retrieval_score_min)
     found_by: tuple[str, ...] = ("dense",)
     if chunks and ctx.llm_configured:
-        reranker = ListwiseReranker(rerank_llm(ctx, stats), window_size=p.rerank_window_size,
+        reranker = ListwiseReranker(reranker_llm(ctx, "listwise_rerank", stats), window_size=p.rerank_window_size,
                                     overlap=p.rerank_window_overlap,
                                     max_concurrency=max(1, int(ctx.rag.llm_model_max_async)))
         outcome = await reranker.rerank(ctx.query, [c.get("content", "") for c in chunks])

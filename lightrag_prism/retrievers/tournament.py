@@ -16,21 +16,9 @@ from dataclasses import replace
 from ..context import QueryContext
 from ..rerankers import TournamentReranker
 from ..result import Retrieval, ScoredItem
-from .ensemble import own_final_ranking
+from .ensemble import own_final_ranking, reranker_llm
 
 KIND = "chunks"
-
-
-def judge(ctx: QueryContext, stats: dict):
-    """The reranker's injected LLM; a failed call raises, which the tournament counts as a tie."""
-
-    async def llm(prompt: str, system_prompt: str | None = None) -> str:
-        answer = await ctx.llm(prompt, step="tournament_rerank", system_prompt=system_prompt, stats=stats)
-        if answer is None:
-            raise RuntimeError("no LLM answer")
-        return answer
-
-    return llm
 
 
 async def retrieve(ctx: QueryContext) -> Retrieval:
@@ -39,7 +27,8 @@ async def retrieve(ctx: QueryContext) -> Retrieval:
     chunks = [c for c in chunks if c.get("chunk_id") is not None][:p.rerank_top_k]
     n = len(chunks)
     if n and ctx.llm_configured:
-        reranker = TournamentReranker(judge(ctx, stats), max_concurrency=max(1, int(ctx.rag.llm_model_max_async)),
+        reranker = TournamentReranker(reranker_llm(ctx, "tournament_rerank", stats),
+                                      max_concurrency=max(1, int(ctx.rag.llm_model_max_async)),
                                       cache_size=0)  # repeats are served by LightRAG's cache
         outcome = await reranker.rerank(ctx.query, [c.get("content", "") for c in chunks])
         for note in outcome.fallbacks:
