@@ -36,7 +36,7 @@ Table rules (tables found by :mod:`lightrag_prism.insert.html_tables`):
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from lightrag.chunker.token_size import chunking_by_token_size
@@ -215,19 +215,35 @@ def _text_spans(tokenizer: TokenizerLike, text: str, lo: int, hi: int, opts: _Te
     return [(lo + s, lo + e) for s, e in trimmed if e > s]
 
 
+def _drop_contained(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sort spans by start; drop any span inside another (its text is already in that chunk)."""
+    kept: list[tuple[int, int]] = []
+    for start, end in sorted(set(spans), key=lambda se: (se[0], -se[1])):
+        if kept and end <= kept[-1][1]:
+            continue
+        kept.append((start, end))
+    return kept
+
+
 def _text_chunks(
     tokenizer: TokenizerLike, text: str, lo: int, hi: int, opts: _TextOptions, embed_max: int | None
 ) -> list[dict[str, Any]]:
-    chunks: list[dict[str, Any]] = []
+    """Chunks for the text ``text[lo:hi]``, each within ``embed_max`` tokens when given."""
+    if embed_max is not None and embed_max < opts.size:
+        # The embedder limit is a hard ceiling: ask LightRAG for windows that fit it,
+        # rather than cutting its larger (overlapping) windows afterwards.
+        opts = replace(opts, size=embed_max, overlap=min(opts.overlap, embed_max // 2))
+    spans: list[tuple[int, int]] = []
     for start, end in _text_spans(tokenizer, text, lo, hi, opts):
-        pieces = [(start, end)]
         if embed_max is not None and count_tokens(tokenizer, text[start:end]) > embed_max:
-            pieces = split_by_tokens(tokenizer, text, embed_max, start, end)
-        for s, e in pieces:
-            s, e = _trim(text, s, e)
-            if e > s:
-                chunks.append(_chunk_dict(tokenizer, text[s:e], s, e, is_table=False))
-    return chunks
+            spans += split_by_tokens(tokenizer, text, embed_max, start, end)  # rare: a widened window
+        else:
+            spans.append((start, end))
+    trimmed = (_trim(text, s, e) for s, e in spans)
+    return [
+        _chunk_dict(tokenizer, text[s:e], s, e, is_table=False)
+        for s, e in _drop_contained([(s, e) for s, e in trimmed if e > s])
+    ]
 
 
 def _chunk_dict(tokenizer: TokenizerLike, content: str, start: int, end: int, *, is_table: bool) -> dict[str, Any]:

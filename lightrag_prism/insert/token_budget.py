@@ -34,22 +34,26 @@ def _fits(tokenizer: TokenizerLike, text: str, start: int, end: int, max_tokens:
 
 
 def _fit_end(tokenizer: TokenizerLike, text: str, start: int, end: int, max_tokens: int) -> int:
-    """Largest ``cut`` in ``(start, end]`` with ``text[start:cut]`` within ``max_tokens``.
+    """A cut in ``(start, end]`` such that ``text[start:cut]`` fits ``max_tokens``.
 
-    Exponential probe then binary search, so each call encodes only strings a few
-    times the window size.  Always advances by at least one character, even when a
-    single character is longer than ``max_tokens`` (progress beats the budget).
+    Fast path: decode the first ``max_tokens`` tokens of a window and verify that
+    prefix with one count (two encodes per cut).  Fallback: binary search.  Always
+    advances by at least one character, even when a single character is longer
+    than ``max_tokens`` (progress beats the budget).
     """
-    if _fits(tokenizer, text, start, end, max_tokens):
-        return end
-    lo, hi = start + 1, end  # text[start:lo] is accepted; text[start:hi] is too long
-    probe = start + max(8, 4 * max_tokens)
-    while probe < hi:
-        if not _fits(tokenizer, text, start, probe, max_tokens):
-            hi = probe
+    window = min(end - start, 8 * max_tokens + 16)
+    while True:
+        ids = tokenizer.encode(text[start : start + window])
+        if len(ids) > max_tokens:
             break
-        lo = probe
-        probe = start + 2 * (probe - start)
+        if start + window >= end:
+            return end
+        window = min(end - start, 2 * window)
+    guess = start + len(tokenizer.decode(ids[:max_tokens]).rstrip(_REPLACEMENT))
+    if start < guess <= end and text[start:guess] == tokenizer.decode(ids[:max_tokens])[: guess - start]:
+        if _fits(tokenizer, text, start, guess, max_tokens):
+            return guess
+    lo, hi = start + 1, min(end, start + window)  # text[start:hi] is known to be too long
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if _fits(tokenizer, text, start, mid, max_tokens):
