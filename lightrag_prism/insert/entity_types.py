@@ -56,6 +56,12 @@ _LINE_RE = re.compile(r"^\s*-\s*([^:\n]+?)\s*:\s*(.*)$", re.M)
 _BAD_CHARS = re.compile(r"[^0-9A-Za-z _-]")
 
 
+def state_dir(rag) -> str:
+    """Where PrismRAG keeps its own state files: the instance's storage directory (working_dir/workspace)."""
+    workspace = getattr(rag, "workspace", "") or ""
+    return os.path.join(rag.working_dir, workspace) if workspace else rag.working_dir
+
+
 def content_hash(text: str) -> str:
     return hashlib.md5(text.encode("utf-8")).hexdigest()
 
@@ -154,7 +160,7 @@ async def _ask(rag, base: str, excerpt: str, max_new: int) -> list[tuple[str, st
 
 
 async def discover_entity_types(rag, texts: list[str], force_refresh: bool = False) -> dict[str, Any]:
-    state = load_state(rag.working_dir) or {}
+    state = load_state(state_dir(rag)) or {}
     base = base_guidance_of(rag, state)
     analysed = set(state.get("analysed", [])) if not force_refresh else set()
     fresh = [t for t in texts if t and t.strip() and content_hash(t) not in analysed]
@@ -181,7 +187,7 @@ async def discover_entity_types(rag, texts: list[str], force_refresh: bool = Fal
         analysed |= {content_hash(t) for t in fresh}
     guidance = build_guidance(base, discovered)
     rag.addon_params["entity_types_guidance"] = guidance
-    save_state(rag.working_dir, {"base_guidance": base, "discovered": discovered, "guidance": guidance,
+    save_state(state_dir(rag), {"base_guidance": base, "discovered": discovered, "guidance": guidance,
                                  "analysed": sorted(analysed)})
     result["entity_types"] = list(guidance_types(guidance).values())
     result["guidance"] = guidance

@@ -29,6 +29,7 @@ import numpy as np
 from ..graph.knn import topk_cosine
 from ..llm import cached_llm_call, parse_json_answer
 from ..vectors import entity_matrix
+from .entity_types import state_dir
 from .merge_apply import apply_merge, plan_merge
 from .merge_log import MergeLog, description_hash
 from .union_find import merge_clusters
@@ -51,10 +52,6 @@ Description: {desc_b}
 Answer with JSON only:
 {{"merge": true or false, "confidence": a number from 0 to 1, "canonical_name": "the better name for the merged entity, one of the two names"}}
 """
-
-
-def state_dir(rag) -> str:
-    return os.path.join(rag.working_dir, rag.workspace) if getattr(rag, "workspace", "") else rag.working_dir
 
 
 def parse_decision(text: str | None) -> dict[str, Any] | None:
