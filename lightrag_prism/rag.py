@@ -24,6 +24,7 @@ from .backends.offline_llm import OFFLINE_MODEL_NAME, offline_llm_complete
 from .backends.tokenizer import OfflineTokenizer
 from .context import QueryContext
 from .errors import LLMNotConfiguredError
+from .insert import rebuild as _rebuild  # noqa: F401  (registers the delete-by-document rebuild hook)
 from .insert import summaries as _summaries  # noqa: F401  (registers the timestamp-aware summary hook)
 from .insert.api import InsertFeaturesMixin, install_insert_features, restore_entity_types
 from .keywords import extract_keywords

@@ -10,6 +10,10 @@ Three private symbols are used, each behind one small function here:
   path. Wrapped once at import; the wrapper calls the registered hook only when the ``global_config`` dict (which
   is ``asdict(rag)``) carries a truthy ``timestamp_aware_summaries`` field, i.e. only for PrismRAG instances that
   enable it. Plain LightRAG instances are unaffected.
+* ``lightrag.operate._rebuild_from_extraction_result``: re-parses a chunk's cached extraction when
+  ``adelete_by_doc_id`` rebuilds shared entities. Wrapped once at import; for PrismRAG storages (their
+  ``global_config`` has the ``timestamp_aware_summaries`` key) the registered hook post-processes the parsed
+  records (timestamps, merged-entity aliases), so a rebuild sees the same names and prefixes as the insert did.
 * ``lightrag.lightrag._run_sync``: how LightRAG drives a coroutine from a sync wrapper (same loop checks).
 """
 
@@ -24,6 +28,7 @@ _SYMBOLS = [
     ("lightrag.lightrag", "LightRAG._process_extract_entities", 5),
     ("lightrag.operate", "_handle_entity_relation_summary", 8),
     ("lightrag.lightrag", "_run_sync", 4),
+    ("lightrag.operate", "_rebuild_from_extraction_result", 5),
 ]
 PRIVATE_SYMBOLS.extend(_SYMBOLS)
 for _symbol in _SYMBOLS:
@@ -61,6 +66,36 @@ def _wrap_summary() -> None:
     operate._handle_entity_relation_summary = wrapper
 
 
+_rebuild_hook: list[Callable] = []
+
+
+def register_rebuild_hook(hook: Callable) -> None:
+    """``await hook(text_chunks_storage, chunk_id, chunk_data, nodes, edges) -> (nodes, edges)``."""
+    _rebuild_hook[:] = [hook]
+
+
+def _wrap_rebuild() -> None:
+    from lightrag import operate
+
+    original = operate._rebuild_from_extraction_result
+    if getattr(original, "_lightrag_prism_wrapped", False):
+        return
+
+    async def wrapper(text_chunks_storage, extraction_result, chunk_id, timestamp, chunk_data=None):
+        nodes, edges = await original(text_chunks_storage, extraction_result, chunk_id, timestamp, chunk_data)
+        config = getattr(text_chunks_storage, "global_config", None) or {}
+        if not _rebuild_hook or SUMMARY_FLAG not in config:
+            return nodes, edges
+        if chunk_data is None:
+            chunk_data = await text_chunks_storage.get_by_id(chunk_id)
+        return await _rebuild_hook[0](text_chunks_storage, chunk_id, chunk_data or {}, nodes, edges)
+
+    wrapper.__wrapped__ = original
+    wrapper.__name__ = "_rebuild_from_extraction_result"
+    wrapper._lightrag_prism_wrapped = True
+    operate._rebuild_from_extraction_result = wrapper
+
+
 def install_extract_hook(cls: type) -> None:
     """Give ``cls`` a ``_process_extract_entities`` that defers to ``self._prism_insert_hooks.extract`` if set.
 
@@ -91,3 +126,4 @@ def run_sync(rag, coro_factory: Callable[[], Awaitable[Any]], name: str) -> Any:
 
 
 _wrap_summary()
+_wrap_rebuild()
