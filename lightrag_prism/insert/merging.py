@@ -29,6 +29,7 @@ import numpy as np
 from ..graph.knn import topk_cosine
 from ..llm import cached_llm_call, parse_json_answer
 from ..vectors import entity_matrix
+from .ann import ivf_topk_cosine
 from .entity_types import state_dir
 from .merge_apply import apply_merge, plan_merge
 from .merge_log import MergeLog, description_hash
@@ -73,16 +74,35 @@ def parse_decision(text: str | None) -> dict[str, Any] | None:
             "canonical_name": canonical if isinstance(canonical, str) else None}
 
 
-def candidate_pairs(vectors: np.ndarray, query_rows: np.ndarray, k: int, threshold: float,
-                    block_size: int = 1024) -> list[tuple[int, int, float]]:
-    """Distinct pairs ``(i, j, cosine)`` (i < j) among each query row's top-``k`` neighbours with cosine ≥ threshold."""
-    query_rows = np.asarray(query_rows, dtype=np.int64)
-    if len(query_rows) == 0 or len(vectors) < 2:
-        return []
+#: Above this many query × entity comparisons the candidate search switches from exact top-k to the IVF index.
+EXACT_PAIR_LIMIT = 2_000_000_000
+CANDIDATE_METHODS = ("auto", "exact", "ivf")
+
+
+def _raw_candidates(vectors, query_rows, k, threshold, method, block_size):
+    if method == "auto":
+        method = "ivf" if len(query_rows) * len(vectors) > EXACT_PAIR_LIMIT else "exact"
+    if method == "ivf":
+        return ivf_topk_cosine(query_rows, vectors, k, threshold)
     idx, score = topk_cosine(vectors[query_rows], vectors, k, threshold, block_size=block_size,
                              exclude_self_ids=query_rows)
     rows, cols = np.nonzero(idx >= 0)
-    a, b, s = query_rows[rows], idx[rows, cols], score[rows, cols]
+    return query_rows[rows], idx[rows, cols], score[rows, cols]
+
+
+def candidate_pairs(vectors: np.ndarray, query_rows: np.ndarray, k: int, threshold: float,
+                    block_size: int = 256, method: str = "auto") -> list[tuple[int, int, float]]:
+    """Distinct pairs ``(i, j, cosine)`` (i < j) among each query row's top-``k`` neighbours with cosine ≥ threshold.
+
+    ``method``: ``"exact"`` (blocked exact top-k), ``"ivf"`` (approximate, :mod:`.ann`) or ``"auto"`` (exact up
+    to :data:`EXACT_PAIR_LIMIT` comparisons). Sorted by cosine, best first.
+    """
+    if method not in CANDIDATE_METHODS:
+        raise ValueError(f"unknown candidate method {method!r}; valid: {', '.join(CANDIDATE_METHODS)}")
+    query_rows = np.asarray(query_rows, dtype=np.int64)
+    if len(query_rows) == 0 or len(vectors) < 2:
+        return []
+    a, b, s = _raw_candidates(vectors, query_rows, k, threshold, method, block_size)
     lo, hi = np.minimum(a, b), np.maximum(a, b)
     keys = lo * len(vectors) + hi
     order = np.lexsort((-s, keys))
