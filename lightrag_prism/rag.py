@@ -20,6 +20,7 @@ from lightrag.operate import kg_query, naive_query
 from lightrag.query_validation import validate_query_not_empty, validate_rag_query
 
 from . import patches
+from .backends.local_embedder import MODEL_NAME as LOCAL_EMBEDDING_MODEL
 from .backends.offline_llm import OFFLINE_MODEL_NAME, offline_llm_complete
 from .backends.tokenizer import OfflineTokenizer
 from .context import QueryContext
@@ -70,6 +71,11 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         if self.llm_model_func is None:
             self.llm_model_func = offline_llm_complete
             self.llm_model_name = OFFLINE_MODEL_NAME  # keeps fallback answers apart in the LLM cache
+        if getattr(self.embedding_func, "model_name", None) == LOCAL_EMBEDDING_MODEL:
+            # The local model is CPU-bound and already uses every core: concurrent calls only queue up behind
+            # each other inside LightRAG's worker timeout (60 s), which then fails large flushes.
+            self.embedding_func_max_async = 1
+            self.default_embedding_timeout = max(self.default_embedding_timeout, 600)
         install_insert_features(self)
         super().__post_init__(addon_params)
         self._snapshots = SnapshotCache(self.chunk_entity_relation_graph)
