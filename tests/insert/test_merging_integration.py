@@ -175,3 +175,25 @@ async def test_garbage_judgements_merge_nothing(scripted_server, tmp_path):
     report = await rag.aagentic_merge(None, threshold=0.5)
     assert report["clusters"] == [] and report["unparsed"] == report["candidates"] > 0
     await rag.finalize_storages()
+
+
+def test_sync_insert_with_agentic_merging_and_sync_merge(scripted_server, tmp_path):
+    import asyncio
+
+    scripted_server.script(JUDGE_MARKER, judge(ACME))
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        rag = loop.run_until_complete(make_rag(scripted_server, tmp_path))
+        rag.insert(input=[D1], ids=["d1"])
+        rag.insert(input=[D2], ids=["d2"], agentic_merging=True, agentic_merging_threshold=0.5)
+        assert [c["canonical"] for c in rag.last_merge_report["clusters"]] == ["Acme Corporation"]
+        rag.insert(input=[D3], ids=["d3"])
+        report = rag.agentic_merge(["Acme Corporation Inc"], threshold=0.5)
+        assert report["clusters"][0]["merged"] == ["Acme Corporation Inc"]
+        labels = loop.run_until_complete(rag.chunk_entity_relation_graph.get_all_labels())
+        assert sorted(labels) == ["Acme Corporation", "Bob Stone", "Texas"]
+        loop.run_until_complete(rag.finalize_storages())
+    finally:
+        loop.close()
+        asyncio.set_event_loop(None)
