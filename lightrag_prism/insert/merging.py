@@ -51,7 +51,8 @@ Entity B: {name_b} (type: {type_b})
 Description: {desc_b}
 
 Answer with JSON only:
-{{"merge": true or false, "confidence": a number from 0 to 1, "canonical_name": "the better name for the merged entity, one of the two names"}}
+{{"merge": true or false, "confidence": a number from 0 to 1,
+ "canonical_name": "the better name for the merged entity, one of the two names"}}
 """
 
 

@@ -44,3 +44,20 @@ def user_prompts(server, marker: str) -> list[str]:
 
 def json_reply(payload) -> str:
     return json.dumps(payload)
+
+
+class FreshLoop:
+    """A private event loop for sync-API tests; closing it first stops LightRAG's LLM queue workers."""
+
+    def __enter__(self) -> asyncio.AbstractEventLoop:
+        self.loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self.loop)
+        return self.loop
+
+    def __exit__(self, *exc) -> None:
+        pending = asyncio.all_tasks(self.loop)
+        for task in pending:
+            task.cancel()
+        self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        self.loop.close()
+        asyncio.set_event_loop(None)

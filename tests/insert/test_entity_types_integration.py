@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -11,7 +10,7 @@ from lightrag.prompt import PROMPTS
 from lightrag_prism import PrismRAG
 from lightrag_prism.insert.entity_types import STATE_FILE, guidance_types
 from tests.helpers import lightrag_kwargs
-from tests.insert._rag import make_rag, reopen, user_prompts
+from tests.insert._rag import FreshLoop, make_rag, reopen, user_prompts
 
 TYPE_MARKER = "You are designing the entity types"
 DOCS = ["Apple Q3 2024 earnings call: iPhone revenue 39.3 billion USD, EPS 1.40, operating margin 31 percent.",
@@ -103,13 +102,8 @@ async def test_without_llm_base_types_are_kept(scripted_server, tmp_path):
 
 def test_sync_entity_type_aug(scripted_server, tmp_path):
     scripted_server.script(TYPE_MARKER, json.dumps(ANSWER))
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    try:
+    with FreshLoop() as loop:
         rag = loop.run_until_complete(make_rag(scripted_server, tmp_path))
         result = rag.entity_type_aug(texts=DOCS)
         assert "FinancialMetric" in result["added_types"]
         loop.run_until_complete(rag.finalize_storages())
-    finally:
-        loop.close()
-        asyncio.set_event_loop(None)

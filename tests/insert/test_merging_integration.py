@@ -11,7 +11,8 @@ from lightrag_prism import PrismRAG
 from lightrag_prism.insert.merge_log import MergeLog
 from lightrag_prism.insert.merging import PLANS_FILE
 from tests.helpers import lightrag_kwargs
-from tests.insert._rag import assert_graph_consistent, make_rag, node_descriptions, reopen, user_prompts
+from tests.insert._rag import (
+    FreshLoop, assert_graph_consistent, make_rag, node_descriptions, reopen, user_prompts)
 
 JUDGE_MARKER = "You deduplicate entities"
 D1 = "Acme Corp builds rockets in Texas with Bob Stone."
@@ -178,12 +179,8 @@ async def test_garbage_judgements_merge_nothing(scripted_server, tmp_path):
 
 
 def test_sync_insert_with_agentic_merging_and_sync_merge(scripted_server, tmp_path):
-    import asyncio
-
     scripted_server.script(JUDGE_MARKER, judge(ACME))
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    try:
+    with FreshLoop() as loop:
         rag = loop.run_until_complete(make_rag(scripted_server, tmp_path))
         rag.insert(input=[D1], ids=["d1"])
         rag.insert(input=[D2], ids=["d2"], agentic_merging=True, agentic_merging_threshold=0.5)
@@ -194,6 +191,3 @@ def test_sync_insert_with_agentic_merging_and_sync_merge(scripted_server, tmp_pa
         labels = loop.run_until_complete(rag.chunk_entity_relation_graph.get_all_labels())
         assert sorted(labels) == ["Acme Corporation", "Bob Stone", "Texas"]
         loop.run_until_complete(rag.finalize_storages())
-    finally:
-        loop.close()
-        asyncio.set_event_loop(None)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 
 import pytest
@@ -11,7 +10,7 @@ from lightrag.utils import compute_mdhash_id
 from lightrag_prism import QueryParam
 from lightrag_prism.insert.summaries import SUMMARY_STATS
 from lightrag_prism.insert.timestamps import TIMESTAMP_SUMMARY_INSTRUCTION
-from tests.insert._rag import make_rag, node_descriptions, user_prompts
+from tests.insert._rag import FreshLoop, make_rag, node_descriptions, user_prompts
 
 DOC_Q3 = "Apple reported iPhone revenue of 39 billion dollars. Tim Cook praised Foxconn."
 DOC_Q2 = "Apple reported iPhone revenue of 45 billion dollars. Tim Cook visited Foxconn."
@@ -96,14 +95,9 @@ async def test_llm_summary_keeps_timestamps_or_falls_back(scripted_server, tmp_p
 
 
 def test_sync_insert_with_timestamps(scripted_server, tmp_path):
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    try:
+    with FreshLoop() as loop:
         rag = loop.run_until_complete(make_rag(scripted_server, tmp_path))
         rag.insert([DOC_Q3], timestamps=["2024-Q3"], file_paths=["q3.txt"])
         desc = loop.run_until_complete(node_descriptions(rag))
         assert desc["Apple"].startswith("[Time: 2024-Q3] ")
         loop.run_until_complete(rag.finalize_storages())
-    finally:
-        loop.close()
-        asyncio.set_event_loop(None)
