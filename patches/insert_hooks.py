@@ -15,6 +15,8 @@ Three private symbols are used, each behind one small function here:
   ``global_config`` has the ``timestamp_aware_summaries`` key) the registered hook post-processes the parsed
   records (timestamps, merged-entity aliases), so a rebuild sees the same names and prefixes as the insert did.
 * ``lightrag.lightrag._run_sync``: how LightRAG drives a coroutine from a sync wrapper (same loop checks).
+* the private ``LightRAG._entity_extraction_prompt_profile`` field (copied into ``global_config``):
+  :func:`config_with_extra_guidance` appends text to the entity-type guidance of one config copy (table chunks).
 """
 
 from __future__ import annotations
@@ -33,6 +35,37 @@ _SYMBOLS = [
 PRIVATE_SYMBOLS.extend(_SYMBOLS)
 for _symbol in _SYMBOLS:
     check_symbol(*_symbol)
+
+_PROFILE_FIELD = "_entity_extraction_prompt_profile"
+
+
+def _check_profile_field() -> None:
+    from lightrag import LightRAG
+
+    if _PROFILE_FIELD not in getattr(LightRAG, "__dataclass_fields__", {}):
+        from . import _fail
+
+        _fail(f"LightRAG.{_PROFILE_FIELD} is missing")
+
+
+_check_profile_field()
+
+
+def config_with_extra_guidance(rag, extra: str) -> dict[str, Any]:
+    """A fresh ``global_config`` whose extraction prompts get ``extra`` after the entity-type guidance."""
+    from . import build_global_config
+
+    config = build_global_config(rag)
+    profile = dict(config.get(_PROFILE_FIELD) or {})
+    if "entity_types_guidance" not in profile:
+        from lightrag.prompt import resolve_entity_extraction_prompt_profile
+
+        profile = dict(resolve_entity_extraction_prompt_profile(
+            config.get("addon_params"), bool(config.get("entity_extraction_use_json", False))))
+    profile["entity_types_guidance"] = str(profile["entity_types_guidance"]).rstrip() + "\n\n" + extra
+    config[_PROFILE_FIELD] = profile
+    return config
+
 
 SUMMARY_FLAG = "timestamp_aware_summaries"
 SummaryHook = Callable[[Callable[..., Awaitable[tuple[str, bool]]], dict[str, Any]], Awaitable[tuple[str, bool]]]

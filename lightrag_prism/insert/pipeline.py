@@ -21,7 +21,6 @@ from typing import Any, Callable
 
 from lightrag.chunker.token_size import chunking_by_token_size
 from lightrag.operate import extract_entities
-from lightrag.prompt import resolve_entity_extraction_prompt_profile
 from lightrag.utils import compute_mdhash_id, sanitize_text_for_encoding
 
 from .. import patches
@@ -113,14 +112,7 @@ class InsertHooks:
         addon = table_prompt_addon(content)
         if not addon:
             return None
-        config = patches.build_global_config(self.rag)
-        addon_params = dict(config.get("addon_params") or {})
-        profile = resolve_entity_extraction_prompt_profile(
-            addon_params, bool(config.get("entity_extraction_use_json", False)))
-        addon_params["entity_types_guidance"] = profile["entity_types_guidance"].rstrip() + "\n\n" + addon
-        config["addon_params"] = addon_params
-        config.pop("_entity_extraction_prompt_profile", None)
-        return config
+        return patches.insert_hooks.config_with_extra_guidance(self.rag, addon)
 
     async def extract(self, original, chunks: dict[str, dict], pipeline_status, pipeline_status_lock,
                       truncation_tally) -> list:
