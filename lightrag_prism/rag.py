@@ -27,7 +27,7 @@ from .context import QueryContext
 from .errors import LLMNotConfiguredError
 from .insert import rebuild as _rebuild  # noqa: F401  (registers the delete-by-document rebuild hook)
 from .insert import summaries as _summaries  # noqa: F401  (registers the timestamp-aware summary hook)
-from .insert.api import InsertFeaturesMixin, install_insert_features, restore_entity_types
+from .insert.api import InsertFeaturesMixin, install_insert_features, restore_insert_state
 from .keywords import extract_keywords
 from .param import KG_STOCK_MODES, STOCK_MODES, PrismQueryParam, perspectives_enabled
 from .query import PrismHooks, active_hooks, annotate, mode_kind
@@ -79,7 +79,7 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         install_insert_features(self)
         super().__post_init__(addon_params)
         self._snapshots = SnapshotCache(self.chunk_entity_relation_graph)
-        restore_entity_types(self)
+        restore_insert_state(self)
 
     # --- state ---------------------------------------------------------------------------------------------
     @property

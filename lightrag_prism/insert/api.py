@@ -8,7 +8,10 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+from pathlib import Path
 from typing import Any
 
 from lightrag.chunker.token_size import chunking_by_token_size
@@ -32,8 +35,32 @@ def install_insert_features(rag) -> None:
                                            embed_max_tokens=embed_max or None)
 
 
+TIMESTAMPS_FILE = "prism_doc_timestamps.json"
+
+
+def _timestamps_path(rag) -> Path:
+    return Path(state_dir(rag)) / TIMESTAMPS_FILE
+
+
+def save_doc_timestamps(rag) -> None:
+    """Persist content key → timestamp, so a document retried by a later process keeps its timestamp."""
+    path = _timestamps_path(rag)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(rag._prism_insert_hooks.timestamps, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def restore_insert_state(rag) -> None:
+    """After ``LightRAG.__post_init__``: reload document timestamps and discovered entity types."""
+    path = _timestamps_path(rag)
+    if path.exists():
+        rag._prism_insert_hooks.timestamps.update(json.loads(path.read_text(encoding="utf-8")))
+    restore_entity_types(rag)
+
+
 def restore_entity_types(rag) -> None:
-    """After ``LightRAG.__post_init__``: reapply entity types discovered by an earlier instance."""
+    """Reapply entity types discovered by an earlier instance."""
     state = load_state(state_dir(rag))
     if not state:
         return
@@ -67,6 +94,8 @@ class InsertFeaturesMixin:
         threshold = _check_threshold(agentic_merging_threshold) if agentic_merging else None
         for doc, ts in zip(docs, stamps or []):
             self._prism_insert_hooks.timestamps[content_key(doc)] = ts
+        if stamps:
+            save_doc_timestamps(self)
         graph = self.chunk_entity_relation_graph
         before = set(await graph.get_all_labels()) if agentic_merging else set()
         track = await super().ainsert(input, split_by_character, split_by_character_only, ids, file_paths,

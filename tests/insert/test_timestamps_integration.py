@@ -101,3 +101,20 @@ def test_sync_insert_with_timestamps(scripted_server, tmp_path):
         desc = loop.run_until_complete(node_descriptions(rag))
         assert desc["Apple"].startswith("[Time: 2024-Q3] ")
         loop.run_until_complete(rag.finalize_storages())
+
+
+@pytest.mark.asyncio
+async def test_a_document_processed_by_a_new_instance_keeps_its_timestamp(scripted_server, tmp_path):
+    from lightrag_prism.insert.api import save_doc_timestamps
+    from lightrag_prism.insert.pipeline import content_key
+    from tests.insert._rag import reopen
+
+    rag = await make_rag(scripted_server, tmp_path)
+    rag._prism_insert_hooks.timestamps[content_key(DOC_Q3)] = "2024-Q3"  # what ainsert records first
+    save_doc_timestamps(rag)
+    await rag.apipeline_enqueue_documents([DOC_Q3], ids=["doc-q3"])  # "crash" before processing
+    again = await reopen(rag, scripted_server)
+    await again.apipeline_process_enqueue_documents()
+    assert (await node_descriptions(again))["Apple"].startswith("[Time: 2024-Q3] ")
+    assert (await again.text_chunks.get_by_id("doc-q3-chunk-000"))["content"].startswith("[Time: 2024-Q3]\n")
+    await again.finalize_storages()
