@@ -71,13 +71,10 @@ class _Search:
         self.llm_calls += 1
         return await self.ctx.llm(prompt, step=step)
 
-    def hop_text(self, a: int, e: int, b: int) -> str:
-        rel = relation_label(self.snapshot, e)
-        arrow = "->" if int(self.snapshot.edge_src[e]) == a else "<-"
-        return f" {arrow} {rel} {arrow} {self.snapshot.node_ids[b]}"
-
     def path_text(self, path: Path) -> str:
-        hops = (self.hop_text(path.nodes[i], e, path.nodes[i + 1]) for i, e in enumerate(path.edges))
+        """``A -> rel -> B -> rel2 -> C`` in traversal order (LightRAG's graph is undirected)."""
+        hops = (f" -> {relation_label(self.snapshot, e)} -> {self.snapshot.node_ids[b]}"
+                for e, b in zip(path.edges, path.nodes[1:]))
         return self.snapshot.node_ids[path.nodes[0]] + "".join(hops)
 
 
@@ -85,6 +82,11 @@ def relation_label(snapshot: GraphSnapshot, e: int) -> str:
     data = snapshot.edge_data[e]
     label = str(data.get("keywords") or data.get("description") or "related to")
     return label.split("<SEP>")[0][:120]
+
+
+def path_triples(snapshot: GraphSnapshot, path: Path) -> list[list[str]]:
+    names = [snapshot.node_ids[n] for n in path.nodes]
+    return [[names[i], relation_label(snapshot, e), names[i + 1]] for i, e in enumerate(path.edges)]
 
 
 # --- 1. plan ------------------------------------------------------------------------------------------------------
@@ -224,8 +226,7 @@ async def retrieve(ctx: QueryContext) -> Retrieval:
     await assemble(ctx, snapshot, scorer, paths, relation_label)
     meta.update({
         "stopped_by": stopped_by, "steps": steps, "topic_entities": [snapshot.node_ids[t] for t in topics],
-        "paths": [[[snapshot.node_ids[snapshot.edge_src[e]], relation_label(snapshot, e),
-                    snapshot.node_ids[snapshot.edge_tgt[e]]] for e in p.edges] for p in paths],
+        "paths": [path_triples(snapshot, p) for p in paths],
         "path_scores": [p.score for p in paths], "plan": plan.planning_steps, "keywords": plan.keywords,
         "declarative_statement": plan.declarative_statement, "plan_parsed": plan.parsed,
         "beam_choices": search.choices, "llm_calls": search.llm_calls, "step_seconds": search.step_seconds,
