@@ -95,20 +95,20 @@ def offline_plan(query: str) -> prompts.Plan:
     return prompts.Plan(keywords=list(dict.fromkeys(low + high)), declarative_statement=query, parsed="fallback")
 
 
-async def make_plan(ctx: QueryContext, search_calls: list[int]) -> prompts.Plan:
+async def make_plan(ctx: QueryContext) -> tuple[prompts.Plan, int]:
+    """The plan and the number of LLM calls made for it."""
     if not ctx.llm_configured:
         ctx.retrieval.record_fallback(
             "fidelis", "no LLM configured: offline keywords, beams chosen by score, no termination check")
-        return offline_plan(ctx.query)
-    search_calls[0] += 1
+        return offline_plan(ctx.query), 0
     answer = await ctx.llm(prompts.PLAN_PROMPT.format(question=ctx.query), step=prompts.PLAN_STEP)
     plan = prompts.parse_plan(answer)
     if plan is None:
         if answer is not None:
             ctx.retrieval.record_fallback(prompts.PLAN_STEP, "unreadable plan: offline keywords")
-        return offline_plan(ctx.query)
+        return offline_plan(ctx.query), 1
     plan.declarative_statement = plan.declarative_statement or ctx.query
-    return plan
+    return plan, 1
 
 
 # --- 2. topic entities --------------------------------------------------------------------------------------------
@@ -206,13 +206,12 @@ async def beam_search(search: _Search, topics: list[int]) -> tuple[list[Path], s
 async def retrieve(ctx: QueryContext) -> Retrieval:
     started = time.perf_counter()
     snapshot = await ctx.snapshot()
-    calls = [0]
-    plan = await make_plan(ctx, calls)
+    plan, plan_calls = await make_plan(ctx)
     (entity_vecs, relation_vecs), keyword_vecs = await asyncio.gather(
         entity_and_relation_matrices(ctx.rag, snapshot), ctx.embed(plan.keywords))
     scorer = HopScorer(snapshot.adj, snapshot.entry_edge, entity_vecs, relation_vecs, keyword_vecs,
                        ctx.param.lookahead_alpha)
-    search = _Search(ctx, snapshot, scorer, plan, use_llm=ctx.llm_configured, llm_calls=calls[0])
+    search = _Search(ctx, snapshot, scorer, plan, use_llm=ctx.llm_configured, llm_calls=plan_calls)
     meta = ctx.retrieval.metadata
     topics, unknown = resolve_topics(snapshot, list(ctx.param.topic_entities or []))
     meta["unknown_topic_entities"] = unknown

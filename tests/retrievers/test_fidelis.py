@@ -224,6 +224,9 @@ async def test_llm_path_plan_choice_and_termination(tmp_path, scripted_server):
     assert "The company where Alice works" in verifier.text and meta["paths"][0][0][0] == "Alice"
     assert "0: Alice -> " in verifier.text
     assert out["data"]["relationships"][0]["found_by"] == "fidelis"
+    # Keywords are embedded once per query, one vector each, and reused at every step.
+    keyword_batches = [r.body["input"] for r in scripted_server.embedding_requests() if "works at" in r.body["input"]]
+    assert keyword_batches == [["works at", "located in", "country"]]
 
 
 @pytest.mark.asyncio
@@ -240,3 +243,16 @@ async def test_llm_garbage_falls_back_and_is_recorded(tmp_path, scripted_server)
     assert meta["plan_parsed"] == "fallback" and meta["stopped_by"] == "max_length"
     assert [c["source"] for c in meta["beam_choices"]] == ["score", "score"]
     assert meta["llm_calls"] == 1 + 2 + 1  # plan, two beam choices, one verifier (from step 2 on)
+
+
+@pytest.mark.asyncio
+async def test_paths_never_revisit_a_node_and_dead_ends_stop(tmp_path):
+    rag = await _rag(tmp_path, embedding_func=_hash_embedder())
+    param = PrismQueryParam(mode="fidelis", topic_entities=["Nimbus"], max_path_length=10, beam_width=1)
+    meta = (await rag.aquery_data("Which country is Nimbus connected to?", param))["metadata"]["prism"]
+    # 8 nodes: a simple path has at most 7 hops, so the search must end on a dead end before 10 steps.
+    assert meta["stopped_by"] == "dead_end" and meta["steps"] < 8
+    for path in meta["paths"]:
+        nodes = [path[0][0]] + [t[2] for t in path]
+        assert len(nodes) == len(set(nodes)) and all(a[2] == b[0] for a, b in zip(path, path[1:]))
+    await rag.finalize_storages()
