@@ -6,7 +6,7 @@
    scoring of the first expansion (same run); LLM calls per query with the scripted OpenAI-compatible server.
 2. MuSiQue (musique_train_100, OpenIE replay graph): passage recall@5 of ``fidelis`` vs ``naive``.
 
-Usage: python benchmarks/bench_fidelis.py [--part crlt|musique|all] [--llm-questions 30]
+Usage: python benchmarks/bench_fidelis.py [--part crlt|musique|all] [--llm-questions 30] [--musique-questions 100]
 Writes benchmarks/results/fidelis.json.
 """
 
@@ -202,16 +202,17 @@ async def crlt_llm_calls(questions, n: int) -> dict:
 
 
 # --- MuSiQue --------------------------------------------------------------------------------------------------------
-async def musique() -> dict:
-    dataset = load_musique()
-    rag = PrismRAG(working_dir=str(CACHE / "musique"), workspace="musique_fidelis",
+async def musique(n_questions: int) -> dict:
+    """Recall on the first ``n_questions`` questions over the union of their candidate paragraphs."""
+    dataset = load_musique().subset(n_questions)
+    rag = PrismRAG(working_dir=str(CACHE / "musique"), workspace=f"musique_q{n_questions}",
                    embedding_func=local_embedding_func(), embedding_batch_num=128,
                    embedding_func_max_async=1, default_embedding_timeout=900,
                    llm_model_func=openie_replay_llm(dataset))
     await rag.initialize_storages()
     await index_passages(rag, dataset, progress=False)
     lookup = passage_lookup(dataset)
-    out: dict = {}
+    out: dict = {"questions": len(dataset.questions), "passages": len(dataset.passages)}
     for mode in ("naive", "fidelis"):
         retrieved, seconds = [], []
         for q in dataset.questions:
@@ -231,6 +232,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--part", choices=("crlt", "musique", "all"), default="all")
     parser.add_argument("--llm-questions", type=int, default=30)
+    parser.add_argument("--musique-questions", type=int, default=100)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     results: dict = {}
@@ -245,7 +247,7 @@ async def main() -> None:
         await rag.finalize_storages()
         results["cr_lt_kgqa"].update(await crlt_llm_calls(questions, args.llm_questions))
     if args.part in ("musique", "all"):
-        results["musique_train_100"] = await musique()
+        results["musique_train_100"] = await musique(args.musique_questions)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"fidelis_{args.part}.json").write_text(json.dumps(results, indent=2))
     print(json.dumps(results, indent=2))
