@@ -256,3 +256,10 @@ async def test_paths_never_revisit_a_node_and_dead_ends_stop(tmp_path):
         nodes = [path[0][0]] + [t[2] for t in path]
         assert len(nodes) == len(set(nodes)) and all(a[2] == b[0] for a, b in zip(path, path[1:]))
     await rag.finalize_storages()
+
+
+@pytest.mark.parametrize("knob,value", [("beam_width", 0), ("beam_top_n", -1), ("max_path_length", 0),
+                                        ("lookahead_alpha", -0.1)])
+def test_invalid_knobs_are_rejected(knob, value):
+    with pytest.raises(ValueError, match=knob):
+        PrismQueryParam(mode="fidelis", **{knob: value})
