@@ -15,6 +15,7 @@ from lightrag_prism.retrievers import fidelis_prompts as prompts
 from lightrag_prism.retrievers.fidelis_scoring import HopScorer, top_candidates
 from lightrag_prism.snapshot import build_snapshot
 from tests.helpers import make_embedding_func, make_llm_func, offline_tokenizer
+from tests.scripted_responder import CANNED_PREFIX
 from tests.scripted_server import hashed_bow
 
 DIM = 64
@@ -227,6 +228,11 @@ async def test_llm_path_plan_choice_and_termination(tmp_path, scripted_server):
     # Keywords are embedded once per query, one vector each, and reused at every step.
     keyword_batches = [r.body["input"] for r in scripted_server.embedding_requests() if "works at" in r.body["input"]]
     assert keyword_batches == [["works at", "located in", "country"]]
+    # aquery answers through LightRAG's KG path from the paths' context (fidelis steps come from the LLM cache).
+    answer = await rag.aquery(QUESTION, param)
+    assert isinstance(answer, str) and answer.startswith(CANNED_PREFIX)
+    answer_prompt = scripted_server.chat_requests()[-1].text
+    assert "Acme Corp" in answer_prompt and scripted_server.count("choose the best") == 1
 
 
 @pytest.mark.asyncio
