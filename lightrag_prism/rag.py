@@ -12,7 +12,7 @@ A drop-in subclass: same constructor, storages and return types. Differences a u
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from lightrag import LightRAG, QueryParam
@@ -25,6 +25,9 @@ from .backends.offline_llm import OFFLINE_MODEL_NAME, offline_llm_complete
 from .backends.tokenizer import OfflineTokenizer
 from .context import QueryContext
 from .errors import LLMNotConfiguredError
+from .insert import rebuild as _rebuild  # noqa: F401  (registers the delete-by-document rebuild hook)
+from .insert import summaries as _summaries  # noqa: F401  (registers the timestamp-aware summary hook)
+from .insert.api import InsertFeaturesMixin, install_insert_features, restore_insert_state
 from .keywords import extract_keywords
 from .param import KG_STOCK_MODES, STOCK_MODES, PrismQueryParam, perspectives_enabled
 from .query import PrismHooks, active_hooks, annotate, mode_kind
@@ -46,7 +49,22 @@ def as_prism_param(param: QueryParam) -> PrismQueryParam:
 
 
 @dataclass
-class PrismRAG(LightRAG):
+class PrismRAG(InsertFeaturesMixin, LightRAG):
+    # --- insert-time features (docs/insert-features.md) ---
+    table_aware_chunking: bool = field(default=True)
+    """Keep HTML tables whole (split on rows when too large) and extract them with table guidance. Installed only
+    when no ``chunking_func`` is passed; text without a table is chunked exactly as LightRAG does."""
+    timestamp_aware_summaries: bool = field(default=True)
+    """Order ``[Time: ts]`` description fragments chronologically, ask summaries to keep them, verify, fall back."""
+    entity_type_samples_per_text: int = field(default=3)
+    """``entity_type_aug``: at most this many token windows per text are sent to the LLM."""
+    entity_type_max_new: int = field(default=8)
+    """``entity_type_aug``: at most this many new entity types are added per call."""
+    agentic_merging_min_confidence: float = field(default=0.95)
+    """Agentic merging: an LLM 'merge' decision is applied only at or above this confidence."""
+    agentic_merging_top_k: int = field(default=5)
+    """Agentic merging: nearest neighbours (cosine ≥ threshold) checked per entity."""
+
     def __post_init__(self, addon_params):
         if self.tokenizer is None:
             self.tokenizer = OfflineTokenizer()
@@ -58,8 +76,10 @@ class PrismRAG(LightRAG):
             # each other inside LightRAG's worker timeout (60 s), which then fails large flushes.
             self.embedding_func_max_async = 1
             self.default_embedding_timeout = max(self.default_embedding_timeout, 600)
+        install_insert_features(self)
         super().__post_init__(addon_params)
         self._snapshots = SnapshotCache(self.chunk_entity_relation_graph)
+        restore_insert_state(self)
 
     # --- state ---------------------------------------------------------------------------------------------
     @property
@@ -171,3 +191,5 @@ def _invalidating(name: str):
 
 for _name in GRAPH_MUTATORS:
     setattr(PrismRAG, _name, _invalidating(_name))
+
+patches.insert_hooks.install_extract_hook(PrismRAG)
