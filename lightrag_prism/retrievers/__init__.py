@@ -17,7 +17,7 @@ from types import ModuleType
 from ..param import STOCK_MODES
 
 MODE_MODULES: dict[str, str] = {
-    # filled in by the mode issues, e.g. "prism": "lightrag_prism.retrievers.prism",
+    "prism": "lightrag_prism.retrievers.prism",
 }
 
 
