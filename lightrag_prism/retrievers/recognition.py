@@ -10,6 +10,8 @@ Rules:
 * the kept items keep their ranking order;
 * multi-hop paths are preserved: on a path (seed -> ... -> expanded entity) every entity between two kept entities
   of that path is kept even if flagged, and so is every path relation whose endpoints are both kept;
+* a removed chunk is also dropped from the kept items' ``source_id``, so LightRAG's chunk step (which derives
+  chunks from the entities and relations) does not bring it back;
 * a malformed answer or an LLM error keeps the whole batch and records a ``recognition`` fallback; without an LLM
   nothing is filtered and the fallback is recorded once.
 """
@@ -19,8 +21,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from dataclasses import replace
 
 from ..llm import parse_json_answer
+from ..snapshot import GRAPH_FIELD_SEP, split_field
 from ..result import Retrieval, ScoredItem, relation_id
 
 logger = logging.getLogger(__name__)
@@ -106,6 +110,14 @@ def _path_protected(retrieval: Retrieval, kept_entities: set[str]) -> tuple[set[
     return entities, relations
 
 
+def _without_chunks(item: ScoredItem, dropped: set[str]) -> ScoredItem:
+    sources = split_field(item.data.get("source_id"))
+    if not dropped or not set(sources) & dropped:
+        return item
+    kept = GRAPH_FIELD_SEP.join(c for c in sources if c not in dropped)
+    return replace(item, data={**item.data, "source_id": kept})
+
+
 async def filter_retrieval(ctx, retrieval: Retrieval) -> Retrieval:
     """Remove the items the LLM flags as irrelevant (in place; see the module docstring for the rules)."""
     labelled = short_ids(retrieval)
@@ -136,8 +148,9 @@ async def filter_retrieval(ctx, retrieval: Retrieval) -> Retrieval:
         return False
 
     before = len(labelled)
-    retrieval.entities = [e for e in retrieval.entities if keep(e)]
-    retrieval.relations = [r for r in retrieval.relations if keep(r)]
+    dropped_chunks = {c.id for c in retrieval.chunks if not keep(c)}
+    retrieval.entities = [_without_chunks(e, dropped_chunks) for e in retrieval.entities if keep(e)]
+    retrieval.relations = [_without_chunks(r, dropped_chunks) for r in retrieval.relations if keep(r)]
     retrieval.chunks = [c for c in retrieval.chunks if keep(c)]
     meta["removed"] = before - len(short_ids(retrieval))
     meta["flagged"] = sorted(flagged, key=lambda s: (s[0], int(s[1:])))
