@@ -37,7 +37,9 @@ def _pair(record: dict) -> tuple[str, str]:
 
 
 def _degrees(snap: GraphSnapshot) -> np.ndarray:
-    return np.diff(snap.adj.indptr)
+    if "degrees" not in snap.derived:
+        snap.derived["degrees"] = np.diff(snap.adj.indptr)
+    return snap.derived["degrees"]
 
 
 def _entity_item(snap: GraphSnapshot, i: int, score: float, found_by, path=()) -> ScoredItem:

@@ -126,3 +126,14 @@ async def test_recognition_inside_a_stock_mode(tmp_path, scripted_server):
     (be, _, _), (ge, _, _) = rows(base), rows(got)
     assert ge == without(be, {"Bob Stone"})
     assert all(e["found_by"] == "stock" for e in got["data"]["entities"])
+
+
+async def test_batches_run_concurrently(tmp_path, scripted_server):
+    scripted_server.script(IS_RECOGNITION, flagger(), delay=0.3)
+    rag = await make_rag(tmp_path, llm_model_func=make_llm_func(scripted_server))
+    try:
+        got = await rag.aquery_data(QUERY, qp(enable_recognition=True, recognition_batch_size=3))
+    finally:
+        await rag.finalize_storages()
+    assert got["metadata"]["prism"]["recognition"]["batches"] >= 3
+    assert scripted_server.max_in_flight >= 2
