@@ -17,9 +17,9 @@ from types import ModuleType
 from ..param import STOCK_MODES
 
 MODE_MODULES: dict[str, str] = {
-    # filled in by the mode issues, e.g. "prism": "lightrag_prism.retrievers.prism",
     "ensemble": "lightrag_prism.retrievers.ensemble",
     "fidelis": "lightrag_prism.retrievers.fidelis",
+    "prism": "lightrag_prism.retrievers.prism",
     "tournament": "lightrag_prism.retrievers.tournament",
 }
 

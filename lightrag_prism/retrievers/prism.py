@@ -1,0 +1,216 @@
+"""The ``prism`` mode and the PrismRAG perspectives inside LightRAG's local/global/hybrid/mix.
+
+* ``retrieve(ctx)`` (mode ``"prism"``): LightRAG's hybrid search gives the seeds, the three perspectives expand
+  them (defaults from ``param.resolve_prism_knobs``), and the chunks are a fusion of the dense chunk ranking with
+  the chunks of the seeds, expanded entities and relations ranked by query similarity and graph support.
+* ``augment(ctx, stock_result)``: called by ``query.PrismHooks.kg_search`` for a stock KG mode when a perspective
+  knob (or ``enable_recognition``) is on. LightRAG's own items come first, unchanged; expanded entities, relations
+  and their source chunks (ranked by query similarity) are appended. LightRAG then applies its token budgets.
+
+Both set ``ctx.retrieval``, so ``aquery_data`` shows each item's ``score``, ``found_by`` and (multi-hop) ``path``.
+With ``enable_recognition`` the LLM filter of ``recognition.py`` runs on the result.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+
+from ..param import resolve_prism_knobs
+from ..result import Retrieval, ScoredItem, relation_id
+from ..snapshot import GraphSnapshot
+from . import prism_expand as px
+from .recognition import filter_retrieval
+
+KIND = "kg"
+logger = logging.getLogger(__name__)
+STOCK = ("stock",)
+
+
+def _pair(record: dict) -> tuple[str, str]:
+    if record.get("src_id") is not None and record.get("tgt_id") is not None:
+        return str(record["src_id"]), str(record["tgt_id"])
+    src, tgt = record.get("src_tgt") or ("", "")
+    return str(src), str(tgt)
+
+
+def _degrees(snap: GraphSnapshot) -> np.ndarray:
+    if "degrees" not in snap.derived:
+        snap.derived["degrees"] = np.diff(snap.adj.indptr)
+    return snap.derived["degrees"]
+
+
+def _entity_item(snap: GraphSnapshot, i: int, score: float, found_by, path=()) -> ScoredItem:
+    name = snap.node_ids[i]
+    data = {k: v for k, v in snap.node_data[i].items() if k != "id"}
+    data.update(entity_name=name, rank=int(_degrees(snap)[i]))
+    return ScoredItem("entity", name, float(score), tuple(found_by), data, tuple(snap.node_ids[j] for j in path))
+
+
+def _edge_item(snap: GraphSnapshot, e: int, score: float, found_by) -> ScoredItem:
+    src, tgt = snap.edge_key(e)
+    data = {k: v for k, v in snap.edge_data[e].items() if k not in ("source", "target")}
+    deg = _degrees(snap)
+    data.update(src_id=src, tgt_id=tgt, rank=int(deg[snap.edge_src[e]] + deg[snap.edge_tgt[e]]))
+    return ScoredItem("relation", relation_id(src, tgt), float(score), tuple(found_by), data)
+
+
+def _stock_items(snap, stock: dict, exp: px.Expansion, sig: px.QuerySignals) -> tuple[list, list, list]:
+    """LightRAG's own items as ScoredItems (score: seed weight / relation similarity / dense rank)."""
+    weight = dict(zip((snap.node_ids[i] for i in exp.seeds.tolist()), exp.seed_weights.tolist()))
+    entities = [ScoredItem("entity", r["entity_name"], weight.get(r["entity_name"], 0.0), STOCK, r)
+                for r in stock["final_entities"]]
+    index = snap.edge_index()
+    relations = []
+    for r in stock["final_relations"]:
+        src, tgt = _pair(r)
+        e = index.get((src, tgt))
+        score = max(float(sig.rel_sim[e]), 0.0) if e is not None else 0.0
+        relations.append(ScoredItem("relation", relation_id(src, tgt), score, STOCK,
+                                    {**r, "src_id": src, "tgt_id": tgt}))
+    chunks = [ScoredItem("chunk", c.get("chunk_id") or c.get("id"), 1.0 / (i + 1), ("dense",), c)
+              for i, c in enumerate(stock["vector_chunks"])]
+    return entities, relations, chunks
+
+
+def _seeds(snap: GraphSnapshot, stock: dict) -> np.ndarray:
+    names = [r.get("entity_name") for r in stock["final_entities"]]
+    idx = [snap.node_index[n] for n in dict.fromkeys(names) if n in snap.node_index]
+    return np.asarray(idx, dtype=np.int64)
+
+
+def _expanded_items(snap, exp: px.Expansion, sig, stock_relations: list[ScoredItem], cap: int):
+    entities = [_entity_item(snap, v, s, fb, exp.paths.get(v, ()))
+                for v, s, fb in zip(exp.nodes.tolist(), exp.scores.tolist(), exp.found_by)]
+    perspectives = dict(zip(exp.nodes.tolist(), exp.found_by))
+    exclude = {tuple(sorted((r.data["src_id"], r.data["tgt_id"]))) for r in stock_relations}
+    eids, scores = px.expanded_edges(snap, exp, sig, exclude, cap)
+    relations = []
+    for e, score in zip(eids.tolist(), scores.tolist()):
+        ends = (int(snap.edge_src[e]), int(snap.edge_tgt[e]))
+        found_by = tuple(dict.fromkeys(p for v in ends for p in perspectives.get(v, ())))
+        relations.append(_edge_item(snap, e, score, found_by))
+    return entities, relations, eids, scores
+
+
+async def _chunk_items(ctx, ranked: list[tuple[str, float, tuple[str, ...]]]) -> list[ScoredItem]:
+    """Chunk ScoredItems with their text (chunks missing from text storage are dropped)."""
+    if not ranked:
+        return []
+    records = await ctx.rag.text_chunks.get_by_ids([cid for cid, _, _ in ranked])
+    items = []
+    for (cid, score, found_by), rec in zip(ranked, records):
+        if rec and rec.get("content") is not None:
+            data = {"content": rec["content"], "file_path": rec.get("file_path", "unknown_source"),
+                    "created_at": rec.get("create_time")}
+            items.append(ScoredItem("chunk", cid, float(score), found_by, data))
+    return items
+
+
+def _cap(param) -> int:
+    return int(param.chunk_top_k or param.top_k or 20)
+
+
+async def _expanded_chunks(ctx, snap, exp, sig, eids, exclude: set) -> list[ScoredItem]:
+    """Source chunks of the expanded entities and relations, ranked by query similarity (augment path)."""
+    node_vec = np.zeros(snap.num_nodes)
+    node_vec[exp.nodes] = 1.0
+    support = px.chunk_support(snap, node_vec, eids, np.ones(len(eids)))
+    cand = np.flatnonzero(support > 0)
+    if cand.size == 0:
+        return []
+    sims = (await px.chunk_matrix(ctx.rag, snap))[cand] @ sig.query_vec
+    order = np.lexsort((cand, -sims))
+    ranked = [(snap.chunk_ids[c], float(s), ("expansion",)) for c, s in zip(cand[order], sims[order])
+              if snap.chunk_ids[c] not in exclude]
+    return await _chunk_items(ctx, ranked[: _cap(ctx.param)])
+
+
+async def _expand(ctx, stock: dict):
+    """Seeds from LightRAG's result, the perspectives, and the items they add."""
+    snap = await ctx.snapshot()
+    knobs = resolve_prism_knobs(ctx.param)
+    sig = await px.query_signals(ctx, snap)
+    exp = px.expand(snap, ctx.rag._snapshots.previous, _seeds(snap, stock), sig, knobs, ctx.param)
+    ctx.retrieval.metadata["expansion"] = {"knobs": knobs, "seeds": int(exp.seeds.size), "found": exp.counts,
+                                       "expanded_entities": int(exp.nodes.size)}
+    return snap, sig, exp
+
+
+async def augment(ctx, stock_result: dict) -> dict:
+    """LightRAG's stage-1 result with the expanded entities, relations and chunks appended (see module doc)."""
+    snap, sig, exp = await _expand(ctx, stock_result)
+    entities, relations, chunks = _stock_items(snap, stock_result, exp, sig)
+    new_entities, new_relations, eids, escores = _expanded_items(snap, exp, sig, relations, ctx.param.top_k)
+    seen_chunks = {c.id for c in chunks}
+    new_chunks = await _expanded_chunks(ctx, snap, exp, sig, eids, seen_chunks)
+    retrieval = ctx.retrieval
+    retrieval.entities = entities + new_entities
+    retrieval.relations = relations + new_relations
+    retrieval.chunks = chunks + new_chunks
+    if ctx.param.enable_recognition:
+        await filter_retrieval(ctx, retrieval)
+    return _as_search_result(retrieval, stock_result)
+
+
+async def _prism_chunks(ctx, snap, sig, exp, eids, escores) -> list[ScoredItem]:
+    """Prism mode's chunk ranking: the dense chunk ranking fused (``param.fusion_method``) with the chunks of the
+    seeds, expanded entities and relations ranked by query similarity weighted by their graph support."""
+    cap = _cap(ctx.param)
+    support = px.chunk_support(snap, px.node_scores(snap, exp), eids, escores)
+    cand = np.flatnonzero(support > 0)
+    perspectives: dict[str, tuple[list[str], np.ndarray]] = {}
+    if cand.size:
+        sims = (await px.chunk_matrix(ctx.rag, snap))[cand] @ sig.query_vec
+        graph = np.maximum(sims, 0.0) * (0.5 + 0.5 * support[cand] / support[cand].max())
+        order = np.lexsort((cand, -graph))[: 2 * cap]
+        perspectives["graph"] = ([snap.chunk_ids[c] for c in cand[order]], graph[order])
+    dense = await ctx.rag.chunks_vdb.query(ctx.query, top_k=cap, query_embedding=sig.query_vec.tolist())
+    if dense:
+        ids = list(dict.fromkeys(d["id"] for d in dense))
+        perspectives["dense"] = (ids, np.asarray([1.0 / (i + 1) for i in range(len(ids))]))
+    fused = px.fuse_ranked(perspectives, ctx.param.fusion_method)
+    if fused is None:
+        return []
+    ranked = [(cid, s, tuple(p.split("+"))) for cid, s, p in zip(fused.ids, fused.scores.tolist(), fused.provenance)]
+    return await _chunk_items(ctx, ranked[:cap])
+
+
+async def retrieve(ctx) -> Retrieval:
+    """Mode ``prism``: LightRAG's hybrid search as seeds, all three perspectives on, fused chunk ranking."""
+    stock = await ctx.stock_search()  # an unknown mode string is searched as hybrid by LightRAG's stage 1
+    snap, sig, exp = await _expand(ctx, stock)
+    entities, relations, _ = _stock_items(snap, stock, exp, sig)
+    new_entities, new_relations, eids, escores = _expanded_items(snap, exp, sig, relations, ctx.param.top_k)
+    retrieval = ctx.retrieval
+    retrieval.entities = entities + new_entities
+    retrieval.relations = relations + new_relations
+    retrieval.chunks = await _prism_chunks(ctx, snap, sig, exp, eids, escores)
+    if ctx.param.enable_recognition:
+        await filter_retrieval(ctx, retrieval)
+    return retrieval
+
+
+def _record(item: ScoredItem) -> dict[str, Any]:
+    if item.kind == "entity":
+        return item.data if "stock" in item.found_by else {**item.data, "entity_name": item.id}
+    if item.kind == "relation":
+        src, tgt = item.data["src_id"], item.data["tgt_id"]
+        return {**item.data, "src_tgt": (src, tgt)}
+    return {"content": item.data.get("content", ""), "file_path": item.data.get("file_path", "unknown_source"),
+            "created_at": item.data.get("created_at"), "source_type": "vector", "chunk_id": item.id}
+
+
+def _as_search_result(retrieval: Retrieval, stock: dict) -> dict:
+    stock_chunk_ids = {c.get("chunk_id") or c.get("id") for c in stock["vector_chunks"]}
+    by_id = {c.get("chunk_id") or c.get("id"): c for c in stock["vector_chunks"]}
+    tracking = dict(stock["chunk_tracking"])
+    chunks = []
+    for i, item in enumerate(retrieval.chunks):
+        chunks.append(by_id[item.id] if item.id in stock_chunk_ids else _record(item))
+        tracking.setdefault(item.id, {"source": "C", "frequency": 1, "order": i + 1})
+    return {**stock, "final_entities": [_record(e) for e in retrieval.entities],
+            "final_relations": [_record(r) for r in retrieval.relations],
+            "vector_chunks": chunks, "chunk_tracking": tracking}

@@ -1,0 +1,221 @@
+"""The three PrismRAG perspectives over a graph snapshot: multi-hop, query-aware PPR, FastRP; fused by score or rank.
+
+Everything here works on the snapshot's arrays (CSR adjacency, incidence matrices) and on vectors fetched BY ID
+(``vectors.py``), so it runs on every graph and vector backend. The kernels are ``lightrag_prism.graph``'s.
+
+Query awareness (PrismRAG's formulas, with its bugs fixed — see docs/prism.md):
+
+* ``ent_sim[v] = cos(entity v, ll-keyword embedding)``; ``rel_sim[e] = cos(relation e, hl-keyword embedding)``;
+* seed weights ``softmax(ent_sim[seeds] / seed_temperature)``;
+* PPR edge weight ``co-occurrence weight * (max(rel_sim, 0) + EDGE_SIM_FLOOR)``: the similarity multiplies the
+  stored weight (PrismRAG replaced it, raw and possibly negative). The small floor keeps an edge whose relation is
+  unrelated to the query traversable at a strongly reduced weight instead of cutting it, which would make nodes
+  dangling and hide everything behind them.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..graph import (
+    FastRPState,
+    edge_reweighted,
+    fastrp_similarity,
+    multihop_expand,
+    normalized_score_fusion,
+    path_to_seed,
+    personalized_pagerank,
+    reciprocal_rank_fusion,
+)
+from ..snapshot import GraphSnapshot
+from ..vectors import chunk_vectors, entity_and_relation_matrices
+
+logger = logging.getLogger(__name__)
+
+EDGE_SIM_FLOOR = 0.05
+FASTRP_KEY = "prism_fastrp"
+CHUNK_VECTORS_KEY = "prism_chunk_vectors"
+PERSPECTIVES = ("multihop", "ppr", "fastrp")
+
+
+@dataclass
+class QuerySignals:
+    """Per-query similarities aligned with the snapshot (nodes, edges) and the query embedding."""
+
+    ent_sim: np.ndarray
+    rel_sim: np.ndarray
+    query_vec: np.ndarray
+
+
+@dataclass
+class Expansion:
+    """Seeds and what the perspectives found, in fused order (node indices into the snapshot)."""
+
+    seeds: np.ndarray
+    seed_weights: np.ndarray
+    nodes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    scores: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    found_by: list[tuple[str, ...]] = field(default_factory=list)
+    paths: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+async def query_signals(ctx, snap: GraphSnapshot) -> QuerySignals:
+    """Entity/relation similarities to the ll/hl keywords (the query itself when a keyword list is empty)."""
+    texts = [ctx.query, ctx.ll_keywords or ctx.query, ctx.hl_keywords or ctx.query]
+    vecs = await ctx.embed(texts)
+    ent, rel = await entity_and_relation_matrices(ctx.rag, snap)
+    return QuerySignals(ent @ vecs[1], rel @ vecs[2] if len(rel) else np.zeros(0, np.float32), vecs[0])
+
+
+def seed_weights(ent_sim: np.ndarray, seeds: np.ndarray, temperature: float) -> np.ndarray:
+    """softmax(cos(seed, ll keywords) / temperature) over the seeds."""
+    if seeds.size == 0:
+        return np.zeros(0)
+    z = ent_sim[seeds].astype(np.float64) / temperature
+    w = np.exp(z - z.max())
+    return w / w.sum()
+
+
+def top_non_seed(scores: np.ndarray, seeds: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` best positive-scoring non-seed nodes, best first (ties: lower index)."""
+    s = np.asarray(scores, dtype=np.float64).copy()
+    s[seeds] = -np.inf
+    candidates = np.flatnonzero(s > 0)
+    if k <= 0 or candidates.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0)
+    if candidates.size > k:
+        candidates = candidates[np.argpartition(-s[candidates], k - 1)[:k]]
+    order = np.lexsort((candidates, -s[candidates]))
+    return candidates[order], s[candidates[order]]
+
+
+def ppr_scores(snap: GraphSnapshot, seeds, weights, rel_sim, damping: float) -> np.ndarray:
+    """Query-aware personalized PageRank: seeds weighted, edges reweighted by relation-query similarity."""
+    factor = np.maximum(rel_sim.astype(np.float64), 0.0) + EDGE_SIM_FLOOR
+    adj = edge_reweighted(snap.adj, factor[snap.entry_edge])
+    p = np.zeros(snap.num_nodes)
+    p[seeds] = weights
+    return personalized_pagerank(adj, p, damping=damping)
+
+
+@dataclass(frozen=True)
+class _FastRPCache:
+    state: FastRPState
+    order: list[str]  # node names in the state's row order
+    embedding: np.ndarray  # rows in snapshot order
+    incremental: bool
+
+
+def fastrp_matrix(snap: GraphSnapshot, previous: GraphSnapshot | None) -> np.ndarray:
+    """FastRP embeddings in snapshot order, cached on the snapshot.
+
+    When the previous snapshot has FastRP and the node set only grew, the state is updated incrementally (the new
+    graph is permuted into "old nodes in their old order, then new nodes", which is what ``FastRPState.update``
+    requires); otherwise it is built from scratch.
+    """
+    cached = snap.derived.get(FASTRP_KEY)
+    if cached is not None:
+        return cached.embedding
+    old = previous.derived.get(FASTRP_KEY) if previous is not None else None
+    if old is not None and all(name in snap.node_index for name in old.order):
+        known = set(old.order)
+        order = old.order + [name for name in snap.node_ids if name not in known]
+        perm = np.fromiter((snap.node_index[name] for name in order), dtype=np.int64, count=len(order))
+        state, incremental = old.state.update(snap.adj[perm][:, perm]), True
+    else:
+        order, perm = list(snap.node_ids), np.arange(snap.num_nodes)
+        state, incremental = FastRPState.build(snap.adj), False
+    embedding = np.empty_like(state.embedding)
+    embedding[perm] = state.embedding
+    snap.derived[FASTRP_KEY] = _FastRPCache(state, order, embedding, incremental)
+    return embedding
+
+
+def fuse_ranked(perspectives: dict[str, tuple[list, np.ndarray]], method: str):
+    """Fuse ranked (ids, scores) lists by ``"rrf"`` or min-max ``"score"``; None when all are empty."""
+    named = {name: (list(ids), scores) for name, (ids, scores) in perspectives.items() if len(ids)}
+    if not named:
+        return None
+    if method == "score":
+        return normalized_score_fusion(named)
+    return reciprocal_rank_fusion({name: ids for name, (ids, _) in named.items()})
+
+
+def expand(snap: GraphSnapshot, previous, seeds: np.ndarray, sig: QuerySignals, knobs: dict, param) -> Expansion:
+    """Run the perspectives that are on and fuse them (seeds are never returned as expanded nodes)."""
+    weights = seed_weights(sig.ent_sim, seeds, param.seed_temperature)
+    out = Expansion(seeds=seeds, seed_weights=weights)
+    if seeds.size == 0 or snap.num_nodes == 0:
+        return out
+    found: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    multihop = None
+    if knobs["max_hop"] > 0:
+        multihop = multihop_expand(
+            snap.adj, seeds, sig.ent_sim, sig.rel_sim[snap.entry_edge], max_hop=knobs["max_hop"],
+            top_neighbors=knobs["top_neighbors"], threshold=param.multi_hop_relevance_threshold)
+        found["multihop"] = (multihop.nodes, multihop.scores)
+    if knobs["top_ppr_nodes"] > 0 and snap.adj.nnz:
+        scores = ppr_scores(snap, seeds, weights, sig.rel_sim, param.ppr_damping)
+        found["ppr"] = top_non_seed(scores, seeds, knobs["top_ppr_nodes"])
+    if knobs["top_fastrp_nodes"] > 0 and snap.adj.nnz:
+        sims = fastrp_similarity(fastrp_matrix(snap, previous), seeds, np.maximum(weights, 1e-12))
+        found["fastrp"] = top_non_seed(sims, seeds, knobs["top_fastrp_nodes"])
+    out.counts = {name: int(ids.size) for name, (ids, _) in found.items()}
+    fused = fuse_ranked({k: (v[0].tolist(), v[1]) for k, v in found.items()}, param.fusion_method)
+    if fused is None:
+        return out
+    out.nodes = np.asarray(fused.ids, dtype=np.int64)
+    out.scores = np.asarray(fused.scores, dtype=np.float64)
+    out.found_by = [tuple(p.split("+")) for p in fused.provenance]
+    if multihop is not None:  # at most top_neighbors * max_hop nodes
+        out.paths = {int(v): tuple(path_to_seed(multihop, int(v))) for v in multihop.nodes.tolist()}
+    return out
+
+
+def node_scores(snap: GraphSnapshot, exp: Expansion) -> np.ndarray:
+    """(N,) graph relevance: seeds by their weight relative to the best seed, expanded nodes by fused score
+    relative to the best one, scaled into (0, 0.9] so seeds stay ahead; 0 elsewhere."""
+    score = np.zeros(snap.num_nodes)
+    if exp.seeds.size:
+        score[exp.seeds] = exp.seed_weights / exp.seed_weights.max()
+    if exp.nodes.size:
+        score[exp.nodes] = 0.9 * exp.scores / max(exp.scores.max(), 1e-12)
+    return score
+
+
+def expanded_edges(snap: GraphSnapshot, exp: Expansion, sig: QuerySignals, exclude: set, cap: int):
+    """Edges among visited nodes (seeds + expanded) with at least one expanded endpoint, not in ``exclude``
+    (sorted name pairs), ranked by 0.5 * mean endpoint score + 0.5 * max(relation-query similarity, 0)."""
+    if exp.nodes.size == 0 or snap.num_edges == 0 or cap <= 0:
+        return np.zeros(0, np.int64), np.zeros(0)
+    visited = np.zeros(snap.num_nodes, dtype=bool)
+    visited[exp.seeds] = True
+    expanded = np.zeros(snap.num_nodes, dtype=bool)
+    expanded[exp.nodes] = True
+    visited |= expanded
+    src, tgt = snap.edge_src, snap.edge_tgt
+    eids = np.flatnonzero(visited[src] & visited[tgt] & (expanded[src] | expanded[tgt]))
+    ns = node_scores(snap, exp)
+    scores = 0.25 * (ns[src[eids]] + ns[tgt[eids]]) + 0.5 * np.maximum(sig.rel_sim[eids], 0.0)
+    order = np.lexsort((eids, -scores))
+    eids, scores = eids[order], scores[order]
+    keep = [i for i, e in enumerate(eids.tolist()) if tuple(sorted(snap.edge_key(e))) not in exclude][:cap]
+    return eids[keep], scores[keep]
+
+
+async def chunk_matrix(rag, snap: GraphSnapshot) -> np.ndarray:
+    """(C, d) vectors of the snapshot's chunks (by id), cached on the snapshot."""
+    if CHUNK_VECTORS_KEY not in snap.derived:
+        snap.derived[CHUNK_VECTORS_KEY] = await chunk_vectors(rag, snap.chunk_ids)
+    return snap.derived[CHUNK_VECTORS_KEY]
+
+
+def chunk_support(snap: GraphSnapshot, node_score: np.ndarray, edge_ids: np.ndarray, edge_scores) -> np.ndarray:
+    """(C,) graph support of each chunk: summed scores of the entities and relations it mentions."""
+    edge_vec = np.zeros(snap.num_edges)
+    edge_vec[edge_ids] = edge_scores
+    return np.asarray(snap.entity_chunks.T @ node_score + snap.relation_chunks.T @ edge_vec).ravel()

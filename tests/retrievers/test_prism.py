@@ -1,0 +1,183 @@
+"""The prism mode and the perspectives inside stock modes, on a small constructed graph (hash embedder, no LLM)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import pytest_asyncio
+from lightrag import LightRAG
+
+from lightrag_prism import QueryParam
+from lightrag_prism.graph import FastRPState
+from lightrag_prism.retrievers import prism, prism_expand
+from lightrag_prism.snapshot import SnapshotCache
+from lightrag_prism.vectors import entity_vdb_id
+from tests.retrievers._kg import ENTITIES, HL, LL, QUERY, chunk_id_of, hash_vector, make_rag
+
+pytestmark = pytest.mark.asyncio
+
+
+def qp(mode: str, **kw) -> QueryParam:
+    return QueryParam(mode=mode, ll_keywords=LL, hl_keywords=HL, top_k=2, enable_rerank=False, **kw)
+
+
+def names(result: dict) -> list[str]:
+    return [e["entity_name"] for e in result["data"]["entities"]]
+
+
+def chunk_ids(result: dict) -> list[str]:
+    return [c["chunk_id"] for c in result["data"]["chunks"]]
+
+
+@pytest_asyncio.fixture
+async def rag(tmp_path):
+    instance = await make_rag(tmp_path)
+    yield instance
+    await instance.finalize_storages()
+
+
+async def test_knobs_off_is_stock_lightrag(rag, monkeypatch):
+    async def boom(*_):
+        raise AssertionError("augment must not run when the knobs are off")
+
+    monkeypatch.setattr(prism, "augment", boom)
+    ours = await rag.aquery_data(QUERY, qp("hybrid"))
+    stock = await LightRAG.aquery_data(rag, QUERY, qp("hybrid"))
+    assert ours["data"] == stock["data"]
+    assert "prism" not in ours["metadata"]
+
+
+async def test_prism_finds_two_hop_entity_and_its_chunk_that_hybrid_misses(rag):
+    hybrid = await rag.aquery_data(QUERY, qp("hybrid"))
+    result = await rag.aquery_data(QUERY, qp("prism"))
+    assert "Blue River" not in names(hybrid) and chunk_id_of("c_blue") not in chunk_ids(hybrid)
+    assert "Blue River" in names(result)
+    assert chunk_id_of("c_blue") in chunk_ids(result)
+    rels = {(r["src_id"], r["tgt_id"]) for r in result["data"]["relationships"]}
+    assert ("Townsville", "Blue River") in rels or ("Blue River", "Townsville") in rels
+
+
+async def test_every_item_has_score_and_found_by(rag):
+    result = await rag.aquery_data(QUERY, qp("prism"))
+    data = result["data"]
+    for row in data["entities"] + data["relationships"] + data["chunks"]:
+        assert isinstance(row["score"], float) and row["found_by"], row
+    blue = next(e for e in data["entities"] if e["entity_name"] == "Blue River")
+    assert set(blue["found_by"].split("+")) <= {"multihop", "ppr", "fastrp"}
+    stock_names = names(await rag.aquery_data(QUERY, qp("hybrid")))
+    assert [e["entity_name"] for e in data["entities"] if e["found_by"] == "stock"] == stock_names
+    assert result["metadata"]["prism"]["expansion"]["found"]["ppr"] > 0
+
+
+async def test_multihop_paths_lead_back_to_a_seed_along_graph_edges(rag):
+    result = await rag.aquery_data(QUERY, qp("prism", multi_hop_relevance_threshold=0.0, top_ppr_nodes=0,
+                                             top_fastrp_nodes=0))
+    snap = await rag.graph_snapshot()
+    edges = snap.edge_index()
+    seeds = set(names(await rag.aquery_data(QUERY, qp("hybrid"))))
+    with_path = [e for e in result["data"]["entities"] if e.get("path")]
+    assert with_path
+    for row in with_path:
+        path = row["path"]
+        assert path[0] in seeds and path[-1] == row["entity_name"] and len(path) <= 3
+        assert all((a, b) in edges for a, b in zip(path, path[1:]))
+        assert row["found_by"] == "multihop"
+    blue = next(e for e in with_path if e["entity_name"] == "Blue River")
+    assert blue["path"] == ["Alice Vance", "Townsville", "Blue River"]
+
+
+async def test_augment_keeps_stock_items_first_and_adds_expanded_chunks(rag):
+    stock = await rag.aquery_data(QUERY, qp("hybrid"))
+    augmented = await rag.aquery_data(QUERY, qp("hybrid", top_ppr_nodes=5))
+    got = names(augmented)
+    assert got[: len(names(stock))] == names(stock)
+    assert "Blue River" in got[len(names(stock)):]
+    assert chunk_id_of("c_blue") in chunk_ids(augmented)
+    stock_rels = [(r["src_id"], r["tgt_id"]) for r in stock["data"]["relationships"]]
+    aug_rels = [(r["src_id"], r["tgt_id"]) for r in augmented["data"]["relationships"]]
+    assert aug_rels[: len(stock_rels)] == stock_rels
+    row = next(e for e in augmented["data"]["entities"] if e["entity_name"] == "Blue River")
+    assert row["found_by"] == "ppr" and row["score"] > 0
+
+
+async def test_score_fusion_and_single_perspectives(rag):
+    for knobs in ({"top_ppr_nodes": 3}, {"top_fastrp_nodes": 3}, {"max_hop": 2}):
+        result = await rag.aquery_data(QUERY, qp("hybrid", multi_hop_relevance_threshold=0.0, **knobs))
+        perspective = {"top_ppr_nodes": "ppr", "top_fastrp_nodes": "fastrp", "max_hop": "multihop"}[next(iter(knobs))]
+        expanded = [e for e in result["data"]["entities"] if e["found_by"] != "stock"]
+        assert expanded and all(e["found_by"] == perspective for e in expanded)
+    fused = await rag.aquery_data(QUERY, qp("prism", fusion_method="score"))
+    scores = [e["score"] for e in fused["data"]["entities"] if e["found_by"] != "stock"]
+    assert scores == sorted(scores, reverse=True) and max(scores) <= 3.0 + 1e-9
+
+
+async def test_entity_similarities_use_vectors_by_id(rag, monkeypatch):
+    snap = await rag.graph_snapshot()
+    original = rag.entities_vdb.get_vectors_by_ids
+
+    async def shuffled_and_partial(ids):
+        found = await original(ids)
+        keys = [k for k in found if k != entity_vdb_id("Blue River")]  # the store lacks one vector
+        random.Random(0).shuffle(keys)
+        return {k: found[k] for k in keys[::-1]}
+
+    monkeypatch.setattr(rag.entities_vdb, "get_vectors_by_ids", shuffled_and_partial)
+    from lightrag_prism.context import QueryContext
+
+    ctx = QueryContext(rag=rag, query=QUERY, param=qp("prism"), ll_keywords="Alice Vance", hl_keywords="x")
+    sig = await prism_expand.query_signals(ctx, snap)
+    description = {n: d for n, _, d, _ in ENTITIES}
+    expected = [hash_vector(f"{n}\n{description[n]}") @ hash_vector("Alice Vance") for n in snap.node_ids]
+    assert np.allclose(sig.ent_sim, expected, atol=1e-5)
+    assert snap.node_ids[int(np.argmax(sig.ent_sim))] == "Alice Vance"
+
+
+async def test_fastrp_is_cached_and_updated_incrementally_when_the_graph_grows(rag):
+    await rag.aquery_data(QUERY, qp("prism"))
+    first = await rag.graph_snapshot()
+    assert prism_expand.FASTRP_KEY in first.derived and not first.derived[prism_expand.FASTRP_KEY].incremental
+    await rag.ainsert_custom_kg({
+        "chunks": [{"content": "Gina Hale swam in the Blue River.", "source_id": "c_gina"}],
+        "entities": [{"entity_name": "Gina Hale", "entity_type": "person", "description": "A swimmer.",
+                      "source_id": "c_gina"}],
+        "relationships": [{"src_id": "Gina Hale", "tgt_id": "Blue River", "description": "Gina swam there.",
+                           "keywords": "swim", "weight": 1.0, "source_id": "c_gina"}],
+    })
+    await rag.aquery_data(QUERY, qp("prism"))
+    second = await rag.graph_snapshot()
+    cache = second.derived[prism_expand.FASTRP_KEY]
+    assert second is not first and cache.incremental and "Gina Hale" in cache.order
+    perm = np.array([second.node_index[n] for n in cache.order])
+    rebuilt = FastRPState.build(second.adj[perm][:, perm]).embedding
+    assert np.allclose(cache.embedding[perm], rebuilt, atol=1e-5)
+
+
+class PublicGraphOnly:
+    """A graph storage exposing only BaseGraphStorage's public methods, delegating to another storage."""
+
+    PUBLIC = ("get_all_nodes", "get_all_edges", "get_node", "get_edge", "has_node", "has_edge", "node_degree",
+              "edge_degree", "get_node_edges", "get_nodes_batch", "node_degrees_batch", "edge_degrees_batch",
+              "get_edges_batch", "get_nodes_edges_batch", "index_done_callback", "get_all_labels",
+              "get_knowledge_graph", "upsert_node", "upsert_edge", "delete_node", "remove_nodes", "remove_edges")
+
+    def __init__(self, inner):
+        self._inner = inner
+        self.calls: set[str] = set()
+
+    def __getattr__(self, name):
+        if name not in self.PUBLIC:
+            raise AttributeError(f"{name} is not public BaseGraphStorage API")
+        self.calls.add(name)
+        return getattr(self._inner, name)
+
+
+async def test_prism_runs_on_a_storage_with_only_the_public_graph_api(rag):
+    expected = await rag.aquery_data(QUERY, qp("prism"))
+    double = PublicGraphOnly(rag.chunk_entity_relation_graph)
+    rag.chunk_entity_relation_graph = double
+    rag._snapshots = SnapshotCache(double)
+    result = await rag.aquery_data(QUERY, qp("prism"))
+    assert {"get_all_nodes", "get_all_edges"} <= double.calls
+    assert names(result) == names(expected) and chunk_ids(result) == chunk_ids(expected)
