@@ -1,0 +1,61 @@
+"""Blocked exact top-k cosine neighbours (synonym edges, merge candidates).
+
+The query x corpus similarity matrix is never materialised: queries are processed ``block_size`` at
+a time, so peak extra memory is O(block_size * N) floats. The dtype of the inputs is kept (float32
+inputs halve time and memory; float64 otherwise).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["topk_cosine"]
+
+
+def _unit_rows(x: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)  # zero vector: cosine 0
+
+
+def _block_topk(sims: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Top ``k`` columns per row of ``sims``, sorted descending (ties: lower index first)."""
+    if k < sims.shape[1]:
+        part = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+    else:
+        part = np.broadcast_to(np.arange(sims.shape[1]), sims.shape)
+    vals = np.take_along_axis(sims, part, axis=1)
+    order = np.lexsort((part, -vals))  # along the last axis, per row
+    return np.take_along_axis(part, order, axis=1), np.take_along_axis(vals, order, axis=1)
+
+
+def topk_cosine(queries, corpus, k: int, threshold: float | None = None, block_size: int = 1024,
+                exclude_self_ids=None) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` corpus rows most cosine-similar to each query row.
+
+    ``queries``: (Q, d), ``corpus``: (N, d). ``exclude_self_ids``: optional (Q,) corpus index to skip
+    for each query (e.g. ``np.arange(N)`` when queries are the corpus; -1 = skip none).
+    Returns ``(indices, scores)``, both (Q, k), best first. Slots that are excluded, fall below
+    ``threshold`` or exceed N hold index -1 and score -inf.
+    """
+    q, c = np.asarray(queries), np.asarray(corpus)
+    dtype = np.result_type(q.dtype, c.dtype, np.float32)
+    if q.ndim != 2 or c.ndim != 2 or q.shape[1] != c.shape[1]:
+        raise ValueError(f"queries (Q, d) and corpus (N, d) must share d, got {q.shape} and {c.shape}")
+    if k < 1 or block_size < 1:
+        raise ValueError("k and block_size must be >= 1")
+    excl = None if exclude_self_ids is None else np.asarray(exclude_self_ids, dtype=np.int64)
+    if excl is not None and excl.shape != (q.shape[0],):
+        raise ValueError(f"exclude_self_ids must have shape ({q.shape[0]},)")
+    c = _unit_rows(c.astype(dtype, copy=False))
+    kk = min(k, c.shape[0])
+    idx = np.full((q.shape[0], k), -1, dtype=np.int64)
+    val = np.full((q.shape[0], k), -np.inf, dtype=dtype)
+    for start in range(0, q.shape[0], block_size):  # loop over query blocks only
+        stop = min(start + block_size, q.shape[0])
+        sims = _unit_rows(q[start:stop].astype(dtype, copy=False)) @ c.T
+        if excl is not None:
+            rows = np.flatnonzero(excl[start:stop] >= 0)
+            sims[rows, excl[start:stop][rows]] = -np.inf
+        idx[start:stop, :kk], val[start:stop, :kk] = _block_topk(sims, kk)
+    drop = ~np.isfinite(val) | (val < threshold if threshold is not None else False)
+    idx[drop], val[drop] = -1, -np.inf
+    return idx, val
