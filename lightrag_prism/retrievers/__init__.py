@@ -18,6 +18,7 @@ from ..param import STOCK_MODES
 
 MODE_MODULES: dict[str, str] = {
     # filled in by the mode issues, e.g. "prism": "lightrag_prism.retrievers.prism",
+    "hipporag": "lightrag_prism.retrievers.hipporag",
 }
 
 
