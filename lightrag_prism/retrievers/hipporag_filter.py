@@ -147,7 +147,7 @@ def _as_facts(value) -> list[list[str]] | None:
 def _strict_parse(text: str):
     try:
         return _as_facts(json.loads(text))
-    except (json.JSONDecodeError, ValueError):
+    except (ValueError, RecursionError):  # JSONDecodeError is a ValueError; deep nesting recurses
         pass
     if len(text) <= MAX_LITERAL_CHARS:
         try:
@@ -166,7 +166,10 @@ def parse_filter_response(text: str | None) -> list[list[str]] | None:
         facts = _strict_parse(candidate)
         if facts is not None:
             return facts
-    facts = _as_facts(parse_json_answer(section if section is not None else text))
+    try:
+        facts = _as_facts(parse_json_answer(section if section is not None else text))
+    except RecursionError:
+        facts = None
     if facts is not None:
         return facts
     found = [[m.group(2), m.group(4), m.group(6)] for m in _TRIPLE.finditer(text)]
