@@ -27,6 +27,9 @@ from .hipporag_filter import STEP, recognise
 from .hipporag_graph import HippoGraph, hipporag_graph
 
 KIND = "chunks"
+# Min-max over all facts gives the graph's worst fact 0; in a small graph that can be a kept fact, which would then
+# seed nothing. Kept facts are floored at this score so every kept fact seeds its entities.
+MIN_KEPT_FACT_SCORE = 0.01
 
 
 def seed_weights(fact_rows: np.ndarray, fact_scores: np.ndarray, edge_src: np.ndarray, edge_tgt: np.ndarray,
@@ -108,7 +111,7 @@ async def retrieve(ctx) -> Retrieval:
         meta.update(seeds=[], ranking="dense", seconds=time.perf_counter() - started)
         return out
     kept_rows = rows[kept]
-    seeds = seed_weights(kept_rows, scores[kept], snapshot.edge_src, snapshot.edge_tgt,
+    seeds = seed_weights(kept_rows, np.maximum(scores[kept], MIN_KEPT_FACT_SCORE), snapshot.edge_src, snapshot.edge_tgt,
                          graph.entity_num_chunks, param.top_seed_phrases)
     passage_scores = rank_passages(graph, seeds, dense, param)
     out.chunks = _chunks(graph, np.where(valid, passage_scores, -np.inf), k, "ppr")
