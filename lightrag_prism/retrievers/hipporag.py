@@ -95,7 +95,7 @@ async def retrieve(ctx) -> Retrieval:
     snapshot = await ctx.snapshot()
     graph, facts = await asyncio.gather(hipporag_graph(rag, snapshot), fact_view(rag, snapshot))
     query_vector = (await ctx.embed([ctx.query]))[0]
-    valid = np.fromiter((d["valid"] for d in graph.passage_data), bool, len(graph.passage_data))
+    valid = graph.passage_valid
     dense = graph.passage_vectors @ query_vector if len(valid) else np.zeros(0)
     k = param.chunk_top_k or param.top_k
     rows, scores = top_facts(facts, query_vector, param.linking_top_k)

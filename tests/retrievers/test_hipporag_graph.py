@@ -124,3 +124,11 @@ def test_predicate_falls_back_to_description():
     assert predicate_of({"keywords": "a<SEP>b"}) == "a, b"
     assert predicate_of({"keywords": "", "description": "born in<SEP>x"}) == "born in"
     assert predicate_of({}) == "related to"
+
+
+@pytest.mark.asyncio
+async def test_empty_graph_view(tmp_path):
+    rag = fake_rag(tmp_path, {"c9": "only a passage"}, docs={"doc": ["c9"]})
+    view = await hipporag_graph(rag, snapshot_of({}, []))
+    assert view.n_entities == 0 and view.passage_ids == ["c9"] and view.adj.shape == (1, 1)
+    assert (await fact_view(rag, snapshot_of({}, []))).facts == []
