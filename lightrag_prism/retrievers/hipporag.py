@@ -7,7 +7,8 @@
    the facts naming it); the ``top_seed_phrases`` phrases with the best mean fact score are kept.
 3. Every passage gets ``minmax(dense score) * passage_node_weight``; Personalized PageRank with
    ``hipporag_damping`` over the undirected entity + passage graph (:mod:`.hipporag_graph`); passages are ranked
-   by PPR probability, optionally fused with the dense ranking (``hipporag_dense_fusion``, see docs/hipporag.md).
+   by PPR probability; the ``hipporag_dense_head`` best passages by dense score go first (default 1, which keeps R@1
+   at least at the dense level; 0 = HippoRAG 2's pure PPR order, see docs/hipporag.md).
 
 Fallbacks, recorded in ``metadata.prism.fallbacks``: no LLM or ``enable_fact_filter=False`` -> the top facts pass
 unfiltered (HippoRAG's no-filter setting); LLM error or garbage -> the same; no fact survives -> dense ranking.
@@ -62,8 +63,11 @@ def _top(scores: np.ndarray, k: int) -> np.ndarray:
     return finite[np.lexsort((finite, -scores[finite]))]
 
 
-def _chunks(graph: HippoGraph, scores: np.ndarray, k: int, found_by: str) -> list[ScoredItem]:
-    return [ScoredItem("chunk", graph.passage_ids[i], float(scores[i]), (found_by,),
+def _chunks(graph: HippoGraph, scores: np.ndarray, k: int, found_by: str, head_above: float = np.inf
+            ) -> list[ScoredItem]:
+    """The top ``k`` passages; those scoring above ``head_above`` came from the dense head (``found_by="dense"``)."""
+    return [ScoredItem("chunk", graph.passage_ids[i], float(scores[i]),
+                       ("dense",) if scores[i] > head_above else (found_by,),
                        {"content": graph.passage_data[i]["content"], "file_path": graph.passage_data[i]["file_path"]})
             for i in _top(scores, k).tolist()]
 
@@ -77,16 +81,27 @@ async def _kept_facts(ctx, candidates: list) -> list[int]:
     return list(range(len(candidates))) if kept is None else kept
 
 
+def dense_head(ppr: np.ndarray, dense: np.ndarray, head: int) -> np.ndarray:
+    """Scores whose order is: the ``head`` best passages by dense score, then the rest in PPR order.
+
+    The head items score ``1 + ppr.max() + (their dense rank bonus)`` so they sort first; PPR scores are kept
+    for the others. ``head=0`` returns ``ppr`` unchanged (HippoRAG 2).
+    """
+    if head <= 0 or dense.size == 0:
+        return ppr
+    head = min(head, dense.size)
+    top = np.argpartition(-dense, head - 1)[:head]
+    top = top[np.argsort(-dense[top], kind="stable")]
+    scores = ppr.astype(np.float64, copy=True)
+    scores[top] = float(ppr.max()) + 1.0 + np.arange(head, 0, -1, dtype=np.float64)
+    return scores
+
+
 def rank_passages(graph: HippoGraph, seeds: np.ndarray, dense: np.ndarray, param) -> np.ndarray:
     """PPR over the entity + passage graph from ``seeds`` and dense passage weights; passage scores (C,)."""
-    dense_norm = minmax(dense)
-    personalization = np.concatenate([seeds, dense_norm * param.passage_node_weight])
+    personalization = np.concatenate([seeds, minmax(dense) * param.passage_node_weight])
     ppr = personalized_pagerank(graph.transition, personalization, damping=param.hipporag_damping)
-    scores = ppr[graph.n_entities:]
-    fusion = getattr(param, "hipporag_dense_fusion", 0.0)
-    if fusion > 0:
-        scores = (1.0 - fusion) * minmax(scores) + fusion * dense_norm
-    return scores
+    return dense_head(ppr[graph.n_entities:], dense, getattr(param, "hipporag_dense_head", 0))
 
 
 async def retrieve(ctx) -> Retrieval:
@@ -114,7 +129,8 @@ async def retrieve(ctx) -> Retrieval:
     seeds = seed_weights(kept_rows, np.maximum(scores[kept], MIN_KEPT_FACT_SCORE), snapshot.edge_src, snapshot.edge_tgt,
                          graph.entity_num_chunks, param.top_seed_phrases)
     passage_scores = rank_passages(graph, seeds, dense, param)
-    out.chunks = _chunks(graph, np.where(valid, passage_scores, -np.inf), k, "ppr")
+    head_above = 1.0 if param.hipporag_dense_head > 0 else np.inf  # PPR probabilities are <= 1
+    out.chunks = _chunks(graph, np.where(valid, passage_scores, -np.inf), k, "ppr", head_above)
     seed_rows = np.flatnonzero(seeds)
     seed_rows = seed_rows[np.argsort(-seeds[seed_rows], kind="stable")]
     out.entities = [ScoredItem("entity", snapshot.node_ids[i], float(seeds[i]), ("fact",),

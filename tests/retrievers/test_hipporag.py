@@ -9,7 +9,7 @@ import pytest
 
 from lightrag_prism import LightRAG, QueryParam
 from lightrag_prism.retrievers import valid_modes
-from lightrag_prism.retrievers.hipporag import rank_passages, seed_weights
+from lightrag_prism.retrievers.hipporag import dense_head, rank_passages, seed_weights
 from lightrag_prism.retrievers.hipporag_graph import hipporag_graph
 from tests.helpers import lightrag_kwargs
 from tests.retrievers._hippo import fake_rag, snapshot_of
@@ -90,6 +90,7 @@ async def test_ppr_ranks_the_seed_passages_first(tmp_path):
     seeds = np.zeros(4)
     seeds[snapshot.node_index["c"]] = 1.0
     dense = np.array([0.9, 0.5, 0.1])  # dense prefers c1, the seed sits in c3
+    param = QueryParam(mode="hipporag", hipporag_dense_head=0)  # HippoRAG 2's pure PPR order
     scores = rank_passages(graph, seeds, dense, param)
     assert np.argmax(scores) == 2
     assert scores[0] > scores[1]  # without graph support the dense teleport decides the rest
@@ -97,21 +98,28 @@ async def test_ppr_ranks_the_seed_passages_first(tmp_path):
     seeds[snapshot.node_index["b"]] = 1.0  # b is in c1 and c2
     scores = rank_passages(graph, seeds, dense, param)
     assert set(np.argsort(-scores)[:2]) == {0, 1} and scores[2] < scores[1]
-    fused = rank_passages(graph, seeds, dense, QueryParam(mode="hipporag", hipporag_dense_fusion=1.0))
-    np.testing.assert_allclose(fused, (dense - 0.1) / 0.8)  # fusion 1.0 = the dense ranking
+    pure = rank_passages(graph, seeds, dense, QueryParam(mode="hipporag", hipporag_dense_head=0))
+    headed = rank_passages(graph, seeds, dense, QueryParam(mode="hipporag", hipporag_dense_head=1))
+    assert headed[0] > 1.0 and np.argmax(headed) == 0  # c1 is dense's best: it goes first ...
+    np.testing.assert_allclose(headed[1:], pure[1:])  # ... and the rest keeps its PPR order and scores
+    assert (dense_head(pure, dense, 3) > 1.0).all() and list(np.argsort(-dense_head(pure, dense, 3))) == [0, 1, 2]
+    np.testing.assert_array_equal(dense_head(pure, dense, 0), pure)
 
 
 @pytest.mark.asyncio
 async def test_scripted_filter_keeping_the_gold_fact_changes_the_ranking(scripted_server, tmp_path):
     rag = await make_rag(scripted_server, tmp_path)
-    unfiltered, meta = await query(rag, enable_fact_filter=False)
+    unfiltered, meta = await query(rag, enable_fact_filter=False, hipporag_dense_head=0)
     assert top_content(unfiltered) == PASSAGES["y"]
     assert "hipporag_filter" in fallback_steps(meta)
     assert scripted_server.count(QUESTION) == 0  # filter off: no LLM call
     scripted_server.script(QUESTION, KEEP_X)
-    chunks, meta = await query(rag)
+    chunks, meta = await query(rag, hipporag_dense_head=0)
     assert top_content(chunks) == PASSAGES["x"]
     assert chunks[0]["found_by"] == "ppr" and chunks[0]["score"] > chunks[1]["score"]
+    headed, _ = await query(rag)  # default: dense's best first (Y), then the PPR order (X first among the rest)
+    assert [c["content"] for c in headed[:2]] == [PASSAGES["y"], PASSAGES["x"]]
+    assert [c["found_by"] for c in headed[:2]] == ["dense", "ppr"]
     assert meta["hipporag"]["facts"][0]["fact"] == list(X_FACT)
     assert {s["entity"] for s in meta["hipporag"]["seeds"]} == {"Thomas C. Südhof", "東京"}
     assert len(meta["hipporag"]["candidate_facts"]) == 5
