@@ -36,8 +36,8 @@ async def main(args) -> None:
     position = {cid: i for i, cid in enumerate(graph.passage_ids)}
     lost, top_deg, gold_deg, seeded = 0, [], [], 0
     for q in dataset.questions[:args.questions]:
-        ctx = QueryContext(rag=rag, query=q.text, param=QueryParam(mode="hipporag", enable_fact_filter=False,
-                                                                   chunk_top_k=10))
+        param = QueryParam(mode="hipporag", enable_fact_filter=False, hipporag_dense_head=0, chunk_top_k=10)
+        ctx = QueryContext(rag=rag, query=q.text, param=param)
         result = await hipporag.retrieve(ctx)
         q_vec = (await ctx.embed([q.text]))[0]
         dense_top = graph.passage_ids[int(np.argmax(graph.passage_vectors @ q_vec))]

@@ -1,6 +1,7 @@
 """hipporag vs naive (dense) vs BM25 on musique_train_100 (offline: no LLM, fact filter off, MiniLM).
 
-    python benchmarks/bench_hipporag.py [--questions 100] [--workdir /tmp/prism_musique] [--heads 0,1] [--passage-weights 0.05]
+    python benchmarks/bench_hipporag.py [--questions 100] [--workdir /tmp/prism_musique_kg] [--heads 0,1]
+        [--passage-weights 0.05]
 
 Prints passage recall@1/2/5/10 per mode and the median latency ratio hipporag/naive (both through
 ``aquery_data``, measured in the same run after one warm-up query each), the graph-view build time, and writes

@@ -102,7 +102,8 @@ def few_shot_messages() -> list[dict[str, str]]:
     messages = []
     for question, before, after in FEW_SHOTS:
         messages.append({"role": "user", "content": user_message(question, before)})
-        messages.append({"role": "assistant", "content": ASSISTANT_TEMPLATE.format(fact_after_filter=_facts_json(after))})
+        answer = ASSISTANT_TEMPLATE.format(fact_after_filter=_facts_json(after))
+        messages.append({"role": "assistant", "content": answer})
     return messages
 
 
