@@ -112,6 +112,8 @@ async def retrieve(ctx) -> Retrieval:
     query_vector = (await ctx.embed([ctx.query]))[0]
     valid = graph.passage_valid
     dense = graph.passage_vectors @ query_vector if len(valid) else np.zeros(0)
+    if len(valid) and not valid.all():  # a chunk text_chunks lost can be neither a dense head nor a dense max
+        dense = np.where(valid, dense, dense[valid].min() if valid.any() else 0.0)
     k = param.chunk_top_k or param.top_k
     rows, scores = top_facts(facts, query_vector, param.linking_top_k)
     candidates = [facts.facts[r] for r in rows.tolist()]
