@@ -15,12 +15,20 @@ from lightrag.utils import CacheData, compute_args_hash, handle_cache, save_to_c
 
 
 async def cached_llm_call(rag, prompt: str, *, system_prompt: str | None = None, cache_type: str = "prism",
-                          mode: str = "prism", **kwargs: Any) -> str:
+                          mode: str = "prism", stats: dict[str, int] | None = None, **kwargs: Any) -> str:
+    """Answer ``prompt`` from LightRAG's cache or the instance's query-role LLM.
+
+    ``stats`` (optional) counts ``"cache_hits"`` and ``"llm_calls"`` (requests actually sent to the LLM).
+    """
     cache = rag.llm_response_cache
     args_hash = compute_args_hash(cache_type, system_prompt or "", prompt, rag.llm_model_name or "")
     cached = await handle_cache(cache, args_hash, prompt, mode, cache_type=cache_type)
     if cached is not None:
+        if stats is not None:
+            stats["cache_hits"] = stats.get("cache_hits", 0) + 1
         return cached[0]
+    if stats is not None:
+        stats["llm_calls"] = stats.get("llm_calls", 0) + 1
     llm = rag.role_llm_funcs["query"]
     answer = await llm(prompt, system_prompt=system_prompt, **kwargs)
     if not isinstance(answer, str):

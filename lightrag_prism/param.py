@@ -88,6 +88,11 @@ class PrismQueryParam(QueryParam):
             raise ValueError("expansion_queries_min must not exceed expansion_queries_max")
         if isinstance(self.topic_entities, str):
             self.topic_entities = [self.topic_entities]
+        for name in ("beam_top_n", "beam_width", "max_path_length"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+        if self.lookahead_alpha < 0:
+            raise ValueError(f"lookahead_alpha must be >= 0, got {self.lookahead_alpha!r}")
 
 
 def resolve_prism_knobs(param: QueryParam) -> dict[str, int]:

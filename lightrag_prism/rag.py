@@ -12,7 +12,7 @@ A drop-in subclass: same constructor, storages and return types. Differences a u
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from lightrag import LightRAG, QueryParam
@@ -20,10 +20,14 @@ from lightrag.operate import kg_query, naive_query
 from lightrag.query_validation import validate_query_not_empty, validate_rag_query
 
 from . import patches
+from .backends.local_embedder import MODEL_NAME as LOCAL_EMBEDDING_MODEL
 from .backends.offline_llm import OFFLINE_MODEL_NAME, offline_llm_complete
 from .backends.tokenizer import OfflineTokenizer
 from .context import QueryContext
 from .errors import LLMNotConfiguredError
+from .insert import rebuild as _rebuild  # noqa: F401  (registers the delete-by-document rebuild hook)
+from .insert import summaries as _summaries  # noqa: F401  (registers the timestamp-aware summary hook)
+from .insert.api import InsertFeaturesMixin, install_insert_features, restore_insert_state
 from .keywords import extract_keywords
 from .param import KG_STOCK_MODES, STOCK_MODES, PrismQueryParam, perspectives_enabled
 from .query import PrismHooks, active_hooks, annotate, mode_kind
@@ -45,15 +49,37 @@ def as_prism_param(param: QueryParam) -> PrismQueryParam:
 
 
 @dataclass
-class PrismRAG(LightRAG):
+class PrismRAG(InsertFeaturesMixin, LightRAG):
+    # --- insert-time features (docs/insert-features.md) ---
+    table_aware_chunking: bool = field(default=True)
+    """Keep HTML tables whole (split on rows when too large) and extract them with table guidance. Installed only
+    when no ``chunking_func`` is passed; text without a table is chunked exactly as LightRAG does."""
+    timestamp_aware_summaries: bool = field(default=True)
+    """Order ``[Time: ts]`` description fragments chronologically, ask summaries to keep them, verify, fall back."""
+    entity_type_samples_per_text: int = field(default=3)
+    """``entity_type_aug``: at most this many token windows per text are sent to the LLM."""
+    entity_type_max_new: int = field(default=8)
+    """``entity_type_aug``: at most this many new entity types are added per call."""
+    agentic_merging_min_confidence: float = field(default=0.95)
+    """Agentic merging: an LLM 'merge' decision is applied only at or above this confidence."""
+    agentic_merging_top_k: int = field(default=5)
+    """Agentic merging: nearest neighbours (cosine ≥ threshold) checked per entity."""
+
     def __post_init__(self, addon_params):
         if self.tokenizer is None:
             self.tokenizer = OfflineTokenizer()
         if self.llm_model_func is None:
             self.llm_model_func = offline_llm_complete
             self.llm_model_name = OFFLINE_MODEL_NAME  # keeps fallback answers apart in the LLM cache
+        if getattr(self.embedding_func, "model_name", None) == LOCAL_EMBEDDING_MODEL:
+            # The local model is CPU-bound and already uses every core: concurrent calls only queue up behind
+            # each other inside LightRAG's worker timeout (60 s), which then fails large flushes.
+            self.embedding_func_max_async = 1
+            self.default_embedding_timeout = max(self.default_embedding_timeout, 600)
+        install_insert_features(self)
         super().__post_init__(addon_params)
         self._snapshots = SnapshotCache(self.chunk_entity_relation_graph)
+        restore_insert_state(self)
 
     # --- state ---------------------------------------------------------------------------------------------
     @property
@@ -165,3 +191,5 @@ def _invalidating(name: str):
 
 for _name in GRAPH_MUTATORS:
     setattr(PrismRAG, _name, _invalidating(_name))
+
+patches.insert_hooks.install_extract_hook(PrismRAG)

@@ -58,14 +58,20 @@ def check_lightrag() -> None:
     if not _MIN <= installed < _MAX:
         _fail(f"found {installed}")
     for module_name, path, n_params in PRIVATE_SYMBOLS:
-        target: Any = importlib.import_module(module_name)
-        for part in path.split("."):
-            target = getattr(target, part, None)
-            if target is None:
-                _fail(f"found {installed}, but {module_name}.{path} is missing")
-        found = len(inspect.signature(getattr(target, "__wrapped__", target)).parameters)
-        if found != n_params:
-            _fail(f"found {installed}, but {module_name}.{path} takes {found} parameters, expected {n_params}")
+        check_symbol(module_name, path, n_params, installed)
+
+
+def check_symbol(module_name: str, path: str, n_params: int, installed: Any = None) -> None:
+    """Fail clearly unless ``module_name.path`` exists and takes ``n_params`` parameters."""
+    installed = installed or version("lightrag-hku")
+    target: Any = importlib.import_module(module_name)
+    for part in path.split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            _fail(f"found {installed}, but {module_name}.{path} is missing")
+    found = len(inspect.signature(getattr(target, "__wrapped__", target)).parameters)
+    if found != n_params:
+        _fail(f"found {installed}, but {module_name}.{path} takes {found} parameters, expected {n_params}")
 
 
 class QueryHooks(Protocol):
@@ -124,3 +130,5 @@ def build_global_config(rag) -> dict[str, Any]:
 
 
 install()
+
+from . import insert_hooks  # noqa: E402,F401  (insert-time hooks: private symbols listed there)

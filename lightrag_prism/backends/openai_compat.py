@@ -16,8 +16,6 @@ The client is LightRAG's own ``openai_complete_if_cache`` / ``openai_embed``; no
 from __future__ import annotations
 
 import os
-from functools import partial
-
 from lightrag.utils import EmbeddingFunc
 
 
@@ -64,5 +62,9 @@ def openai_compatible_embedding(model: str, dim: int, base_url: str | None = Non
                                 max_token_size: int = 8192) -> EmbeddingFunc:
     from lightrag.llm.openai import openai_embed
 
-    func = partial(openai_embed.func, model=model, base_url=base_url, api_key=api_key)
-    return EmbeddingFunc(embedding_dim=dim, max_token_size=max_token_size, func=func, model_name=model)
+    async def embed(texts: list[str], **_: object):
+        # max_token_size=0: LightRAG's client would otherwise truncate with a tiktoken vocabulary it downloads;
+        # LightRAG already keeps chunks under the EmbeddingFunc's max_token_size.
+        return await openai_embed.func(texts, model=model, base_url=base_url, api_key=api_key, max_token_size=0)
+
+    return EmbeddingFunc(embedding_dim=dim, max_token_size=max_token_size, func=embed, model_name=model)

@@ -114,7 +114,12 @@ class FastRPState:
 
     def update(self, adj) -> "FastRPState":
         """New state for ``adj``: the old graph with nodes appended (indices n_old..n-1) and any edges
-        added, removed or reweighted. Exactly equals ``build(adj)`` with the same knobs."""
+        added, removed or reweighted. Exactly equals ``build(adj)`` with the same knobs.
+
+        Cost: S^k R is recomputed on the k-hop ball of the changed rows only, plus O(N * dim) copies.
+        On small-world graphs the 3-hop ball of a 1% growth is most of the graph (Barabasi-Albert:
+        ~87% of rows, no gain); on locally growing graphs it is small (random geometric: ~1.4%, ~5x).
+        """
         adj = sp.csr_matrix(adj, dtype=np.float64)
         n_old, n = self.adj.shape[0], adj.shape[0]
         if n < n_old:

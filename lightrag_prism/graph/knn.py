@@ -19,7 +19,8 @@ def _unit_rows(x: np.ndarray) -> np.ndarray:
 def _block_topk(sims: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Top ``k`` columns per row of ``sims``, sorted descending (ties: lower index first)."""
     if k < sims.shape[1]:
-        part = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+        cut = sims.shape[1] - k  # partition on sims itself: no negated (block x N) copy
+        part = np.argpartition(sims, cut, axis=1)[:, cut:]
     else:
         part = np.broadcast_to(np.arange(sims.shape[1]), sims.shape)
     vals = np.take_along_axis(sims, part, axis=1)

@@ -18,7 +18,10 @@ from ..param import STOCK_MODES
 
 MODE_MODULES: dict[str, str] = {
     # filled in by the mode issues, e.g. "prism": "lightrag_prism.retrievers.prism",
+    "ensemble": "lightrag_prism.retrievers.ensemble",
+    "fidelis": "lightrag_prism.retrievers.fidelis",
     "hipporag": "lightrag_prism.retrievers.hipporag",
+    "tournament": "lightrag_prism.retrievers.tournament",
 }
 
 

@@ -54,8 +54,3 @@ def test_empty_and_invalid():
     with pytest.raises(ValueError):
         normalized_score_fusion("abc")
 
-
-def test_package_exports():
-    import lightrag_prism.graph as g
-
-    assert all(hasattr(g, name) for name in g.__all__)

@@ -1,0 +1,184 @@
+"""The benchmark: every query mode (from the registry) plus BM25 over the same passages.
+
+    python -m lightrag_prism.eval.bench --dataset musique --questions 100
+    lightrag-prism bench --modes naive,hybrid,prism,bm25
+
+For each mode it reports passage recall@1/2/5/10 (HippoRAG's definition), HoVer's all-gold-in-top-21, and median
+and p95 per-query latency; it writes ``results.json``, ``results.md`` and ``results.png`` into ``--out``. The
+index is built once per working dir and reused. No LLM is used: modes run their documented offline fallbacks.
+New modes appear here as soon as they are registered in ``lightrag_prism.retrievers``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from ..param import PrismQueryParam
+from ..retrievers import valid_modes
+from .bm25 import BM25Index
+from .datasets import Dataset, load_hotpotqa, load_musique
+from .index import index_passages, openie_replay_llm, passage_lookup
+from .metrics import all_in_top_k, recall_at_ks, summarize_latencies
+
+KS = (1, 2, 5, 10)
+LOADERS = {"musique": load_musique, "hotpotqa": load_hotpotqa}
+
+
+def default_modes() -> list[str]:
+    return [m for m in valid_modes() if m != "bypass"] + ["bm25"]
+
+
+def load_dataset(name: str, n_questions: int | None) -> Dataset:
+    if name not in LOADERS:
+        raise ValueError(f"Unknown dataset {name!r}. Valid datasets: {', '.join(sorted(LOADERS))}")
+    dataset = LOADERS[name]()
+    return dataset.subset(n_questions) if n_questions and n_questions < len(dataset.questions) else dataset
+
+
+async def open_index(dataset: Dataset, working_dir: Path, embedding_func=None, progress: bool = True):
+    """A PrismRAG over ``working_dir`` holding every passage of ``dataset`` (built on first use, then reused)."""
+    from ..backends import local_embedding_func
+    from ..rag import PrismRAG
+
+    llm = openie_replay_llm(dataset) if dataset.openie else None
+    rag = PrismRAG(
+        working_dir=str(working_dir), workspace=dataset.name, llm_model_func=llm,
+        embedding_func=embedding_func or local_embedding_func(max_token_size=512),
+        embedding_batch_num=64, entity_extract_max_gleaning=0, enable_llm_cache_for_entity_extract=False,
+    )
+    await rag.initialize_storages()
+    await index_passages(rag, dataset, progress=progress)
+    return rag
+
+
+async def _rank_with_mode(rag, mode: str, query: str, lookup: dict[str, str]) -> tuple[list[str], dict]:
+    result = await rag.aquery_data(query, PrismQueryParam(mode=mode, enable_rerank=False))
+    chunks = (result.get("data") or {}).get("chunks", [])
+    ranked = list(dict.fromkeys(lookup.get(c.get("content", "").strip(), c.get("chunk_id")) for c in chunks))
+    return ranked, (result.get("metadata") or {}).get("prism", {})
+
+
+async def evaluate_mode(rag, mode: str, dataset: Dataset, bm25: BM25Index | None,
+                        progress: bool) -> tuple[dict, list[list[str]]]:
+    """Run ``mode`` on every question: (summary metrics, ranked passage ids per question)."""
+    lookup = passage_lookup(dataset)
+    retrieved, latencies, fallbacks = [], [], {}
+    for question in tqdm(dataset.questions, desc=f"{mode:>10}", unit="q", disable=not progress):
+        start = time.perf_counter()
+        if mode == "bm25":
+            ranked, meta = [pid for pid, _ in bm25.search(question.text, k=max(KS) * 3)], {}
+        else:
+            ranked, meta = await _rank_with_mode(rag, mode, question.text, lookup)
+        latencies.append((time.perf_counter() - start) * 1000)
+        retrieved.append(ranked)
+        for fb in meta.get("fallbacks", []):
+            fallbacks[fb["step"]] = fallbacks.get(fb["step"], 0) + 1
+    gold = [q.gold_passage_ids for q in dataset.questions]
+    return summarize(gold, retrieved, latencies, fallbacks), retrieved
+
+
+def summarize(gold, retrieved, latencies, fallbacks) -> dict:
+    return {
+        "recall": {str(k): round(100 * v, 1) for k, v in recall_at_ks(gold, retrieved, KS).items()},
+        "all_in_top_21": round(100 * all_in_top_k(gold, retrieved, 21), 1),
+        "latency_ms": {k: round(v, 1) for k, v in summarize_latencies(latencies).items()},
+        "fallbacks": fallbacks,
+    }
+
+
+def markdown_table(report: dict) -> str:
+    lines = [f"Dataset: {report['dataset']} ({report['questions']} questions, {report['passages']} passages)", "",
+             "| mode | R@1 | R@2 | R@5 | R@10 | all-in-top-21 | median ms | p95 ms |",
+             "|---|---|---|---|---|---|---|---|"]
+    for mode, r in report["modes"].items():
+        rc, lat = r["recall"], r["latency_ms"]
+        lines.append(f"| {mode} | {rc['1']} | {rc['2']} | {rc['5']} | {rc['10']} | {r['all_in_top_21']} | "
+                     f"{lat['median']} | {lat['p95']} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(report: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    modes = list(report["modes"])
+    x = np.arange(len(modes))
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(modes)), 4))
+    for i, k in enumerate(("2", "5")):
+        ax.bar(x + (i - 0.5) * 0.38, [report["modes"][m]["recall"][k] for m in modes], 0.38, label=f"R@{k}")
+    ax.set_xticks(x, modes, rotation=30, ha="right")
+    ax.set_ylabel("passage recall (%)")
+    ax.set_title(f"{report['dataset']}: {report['questions']} questions")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+async def run_bench(dataset_name: str = "musique", questions: int | None = None, modes: list[str] | None = None,
+                    working_dir: str | Path = "prism_storage/bench", out: str | Path = "benchmarks/results/bench",
+                    progress: bool = True) -> tuple[dict[str, Any], Dataset, dict[str, list[list[str]]]]:
+    modes = modes or default_modes()
+    unknown = [m for m in modes if m != "bm25" and m not in valid_modes()]
+    if unknown:
+        raise ValueError(f"Unknown mode(s) {unknown}. Valid: {', '.join(default_modes())}")
+    dataset = load_dataset(dataset_name, questions)
+    work = Path(working_dir) / f"{dataset.name}-{len(dataset.passages)}"
+    rag = await open_index(dataset, work, progress=progress)
+    bm25 = BM25Index(dataset.passages) if "bm25" in modes else None
+    report = {"dataset": dataset.name, "questions": len(dataset.questions), "passages": len(dataset.passages),
+              "modes": {}}
+    rankings = {}
+    try:
+        for mode in modes:
+            report["modes"][mode], rankings[mode] = await evaluate_mode(rag, mode, dataset, bm25, progress)
+    finally:
+        await rag.finalize_storages()
+    write_report(report, Path(out))
+    return report, dataset, rankings
+
+
+def write_report(report: dict, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(report, indent=2))
+    (out / "results.md").write_text(markdown_table(report))
+    plot(report, out / "results.png")
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    parser = parser or argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dataset", default="musique", choices=sorted(LOADERS))
+    parser.add_argument("--questions", type=int, default=None, help="first N questions (default: all)")
+    parser.add_argument("--modes", default=None, help=f"comma-separated (default: {','.join(default_modes())})")
+    parser.add_argument("--working-dir", default="prism_storage/bench")
+    parser.add_argument("--out", default="benchmarks/results/bench")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    run_from_args(args)
+
+
+def run_from_args(args) -> dict:
+    logging.getLogger("lightrag").setLevel(logging.WARNING)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()] if args.modes else None
+    report, _, _ = asyncio.run(run_bench(args.dataset, args.questions, modes, args.working_dir, args.out))
+    print(markdown_table(report))
+    print(f"Wrote {args.out}/results.json, results.md and results.png")
+    return report
+
+
+if __name__ == "__main__":
+    main()

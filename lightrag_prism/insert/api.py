@@ -1,0 +1,137 @@
+"""PrismRAG's insert-time public API (a mixin; the knobs are PrismRAG dataclass fields, see ``rag.py``).
+
+* ``ainsert(input, ..., timestamps=None, agentic_merging=False, agentic_merging_threshold=0.8)`` / ``insert``;
+* ``aentity_type_aug(texts=None, input_folder=None, force_refresh=False)`` / ``entity_type_aug``;
+* ``aagentic_merge(entities=None, threshold=0.8)`` / ``agentic_merge``;
+* ``initialize_storages`` also rolls forward merges interrupted by a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from lightrag.chunker.token_size import chunking_by_token_size
+
+from .. import patches
+from .entity_types import discover_entity_types, load_state, read_folder, state_dir
+from .merging import agentic_merge, roll_forward
+from .pipeline import InsertHooks, content_key, make_prism_chunker
+from .timestamps import validate_timestamps
+
+logger = logging.getLogger(__name__)
+
+
+def install_insert_features(rag) -> None:
+    """Before ``LightRAG.__post_init__``: the insert hooks object and the wrapped chunking function."""
+    hooks = InsertHooks(rag)
+    rag._prism_insert_hooks = hooks
+    user_chunker = None if rag.chunking_func is chunking_by_token_size else rag.chunking_func
+    embed_max = getattr(rag.embedding_func, "max_token_size", None) if rag.embedding_func is not None else None
+    rag.chunking_func = make_prism_chunker(user_chunker, hooks.timestamps, table_aware=rag.table_aware_chunking,
+                                           embed_max_tokens=embed_max or None)
+
+
+TIMESTAMPS_FILE = "prism_doc_timestamps.json"
+
+
+def _timestamps_path(rag) -> Path:
+    return Path(state_dir(rag)) / TIMESTAMPS_FILE
+
+
+def save_doc_timestamps(rag) -> None:
+    """Persist content key → timestamp, so a document retried by a later process keeps its timestamp."""
+    path = _timestamps_path(rag)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(rag._prism_insert_hooks.timestamps, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def restore_insert_state(rag) -> None:
+    """After ``LightRAG.__post_init__``: reload document timestamps and discovered entity types."""
+    path = _timestamps_path(rag)
+    if path.exists():
+        rag._prism_insert_hooks.timestamps.update(json.loads(path.read_text(encoding="utf-8")))
+    restore_entity_types(rag)
+
+
+def restore_entity_types(rag) -> None:
+    """Reapply entity types discovered by an earlier instance."""
+    state = load_state(state_dir(rag))
+    if not state:
+        return
+    current = rag.addon_params.get("entity_types_guidance")
+    if current is None or current == state.get("base_guidance"):
+        rag.addon_params["entity_types_guidance"] = state["guidance"]
+        logger.info("restored %d discovered entity type(s)", len(state.get("discovered", [])))
+
+
+def _check_threshold(threshold: float) -> float:
+    if not isinstance(threshold, (int, float)) or not 0.0 < float(threshold) <= 1.0:
+        raise ValueError(f"agentic_merging_threshold must be a cosine in (0, 1], got {threshold!r}")
+    return float(threshold)
+
+
+class InsertFeaturesMixin:
+    last_merge_report: dict[str, Any] | None = None
+
+    async def initialize_storages(self):
+        await super().initialize_storages()
+        outcomes = await roll_forward(self)
+        if outcomes:
+            logger.warning("finished %d interrupted merge(s) at startup", len(outcomes))
+
+    async def ainsert(self, input, split_by_character=None, split_by_character_only=False, ids=None,
+                      file_paths=None, track_id=None, *, timestamps=None, agentic_merging: bool = False,
+                      agentic_merging_threshold: float = 0.8) -> str:
+        """LightRAG's ``ainsert`` plus per-document ``timestamps`` and agentic merging of the new entities."""
+        docs = [input] if isinstance(input, str) else list(input)
+        stamps = validate_timestamps(timestamps, len(docs)) if timestamps is not None else None
+        threshold = _check_threshold(agentic_merging_threshold) if agentic_merging else None
+        for doc, ts in zip(docs, stamps or []):
+            self._prism_insert_hooks.timestamps[content_key(doc)] = ts
+        if stamps:
+            save_doc_timestamps(self)
+        graph = self.chunk_entity_relation_graph
+        before = set(await graph.get_all_labels()) if agentic_merging else set()
+        track = await super().ainsert(input, split_by_character, split_by_character_only, ids, file_paths,
+                                      track_id)
+        if agentic_merging:
+            new = sorted(set(await graph.get_all_labels()) - before)
+            self.last_merge_report = await agentic_merge(self, new, threshold)
+        return track
+
+    def insert(self, input, split_by_character=None, split_by_character_only=False, ids=None, file_paths=None,
+               track_id=None, *, timestamps=None, agentic_merging: bool = False,
+               agentic_merging_threshold: float = 0.8) -> str:
+        return patches.insert_hooks.run_sync(self, lambda: self.ainsert(
+            input, split_by_character, split_by_character_only, ids, file_paths, track_id, timestamps=timestamps,
+            agentic_merging=agentic_merging, agentic_merging_threshold=agentic_merging_threshold), "insert")
+
+    async def aentity_type_aug(self, texts: list[str] | str | None = None, input_folder: str | None = None,
+                               force_refresh: bool = False) -> dict[str, Any]:
+        """Discover domain-specific entity types from ``texts`` or the .txt/.md files of ``input_folder``."""
+        if texts is None and input_folder is None:
+            raise ValueError("entity_type_aug needs texts=[...] or input_folder='...'")
+        sources = ([texts] if isinstance(texts, str) else list(texts or []))
+        if input_folder is not None:
+            sources += read_folder(input_folder)
+        return await discover_entity_types(self, sources, force_refresh=force_refresh)
+
+    def entity_type_aug(self, texts: list[str] | str | None = None, input_folder: str | None = None,
+                        force_refresh: bool = False) -> dict[str, Any]:
+        return patches.insert_hooks.run_sync(
+            self, lambda: self.aentity_type_aug(texts, input_folder, force_refresh), "entity_type_aug")
+
+    async def aagentic_merge(self, entities: list[str] | None = None, threshold: float = 0.8) -> dict[str, Any]:
+        """Merge duplicates of ``entities`` (``None``: every entity, still top-k per entity, never N×N)."""
+        self.last_merge_report = await agentic_merge(self, entities, _check_threshold(threshold))
+        return self.last_merge_report
+
+    def agentic_merge(self, entities: list[str] | None = None, threshold: float = 0.8) -> dict[str, Any]:
+        return patches.insert_hooks.run_sync(self, lambda: self.aagentic_merge(entities, threshold),
+                                             "agentic_merge")

@@ -1,0 +1,211 @@
+"""Persisted decision log and write-ahead merge journal for agentic entity merging.
+
+One JSON file (``prism_merge_log.json`` in a given directory) holds:
+
+* **decisions**: one record per entity pair (key = the two names sorted) with the
+  decision (``"merge"`` or ``"refuse"``), confidence, proposed canonical name, a hash
+  of each entity's description at decision time and when it was made.  A refused
+  pair is not asked again unless one of the descriptions changed
+  (:meth:`MergeLog.was_refused`), which is PrismRAG's cache done per entity.
+* **journal**: write-ahead entries for cluster merges.  Call :meth:`MergeLog.begin`
+  *before* touching the graph and :meth:`MergeLog.complete` after the last write;
+  after a crash, :meth:`MergeLog.pending` lists the merges to roll forward (redo
+  them: merging already-merged entities into the same canonical is a no-op for
+  the caller to detect).
+
+Every change is written atomically (temp file in the same directory, fsync,
+``os.replace``), so a crash leaves either the old or the new file, never a torn
+one.  One writer per file: instances in several processes would overwrite each
+other's changes.  A file that is not valid JSON raises ``ValueError`` instead of
+being discarded, because discarding it would silently lose pending merges.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .union_find import Cluster, pair_key
+
+logger = logging.getLogger(__name__)
+
+LOG_FILENAME = "prism_merge_log.json"
+DECISIONS = ("merge", "refuse")
+_VERSION = 1
+
+
+def description_hash(description: str) -> str:
+    """SHA-256 hex digest of a description (what :meth:`MergeLog.record` expects)."""
+    return hashlib.sha256((description or "").encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The judged outcome for one pair; ``desc_hashes`` maps each name to its description hash."""
+
+    a: str
+    b: str
+    decision: str
+    confidence: float
+    canonical: str | None
+    desc_hashes: dict[str, str]
+    decided_at: float
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """A cluster merge announced with :meth:`MergeLog.begin`."""
+
+    cluster_id: str
+    members: list[str]
+    canonical: str
+    state: str  # "pending" or "done"
+    started_at: float
+    completed_at: float | None = None
+
+
+def _atomic_write_json(path: Path, payload: Any) -> None:
+    """Write ``payload`` to ``path`` via a temp file + fsync + ``os.replace``."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(payload, handle, ensure_ascii=False, indent=1)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _cluster_fields(cluster: Cluster | Mapping[str, Any]) -> tuple[str, list[str], str]:
+    if isinstance(cluster, Cluster):
+        return cluster.cluster_id, list(cluster.members), cluster.canonical
+    try:
+        return str(cluster["cluster_id"]), [str(m) for m in cluster["members"]], str(cluster["canonical"])
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"cluster needs cluster_id, members and canonical: {exc}") from None
+
+
+class MergeLog:
+    """Decision log + merge journal stored in ``directory/filename``."""
+
+    def __init__(
+        self, directory: str | os.PathLike[str], filename: str = LOG_FILENAME, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.path = Path(directory) / filename
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._decisions: dict[tuple[str, str], Decision] = {}
+        self._journal: dict[str, JournalEntry] = {}
+        self._load()
+
+    # ----------------------------------------------------------------- persistence
+
+    def _load(self) -> None:
+        if not self.path.exists():
+            return
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            if data.get("version") != _VERSION:
+                raise ValueError(f"unsupported version {data.get('version')!r}")
+            for rec in data.get("decisions", []):
+                decision = Decision(**rec)
+                self._decisions[pair_key(decision.a, decision.b)] = decision
+            for rec in data.get("journal", []):
+                self._journal[rec["cluster_id"]] = JournalEntry(**rec)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise ValueError(f"merge log {self.path} is unreadable ({exc}); fix or move it away") from exc
+
+    def _save(self) -> None:
+        payload = {
+            "version": _VERSION,
+            "decisions": [asdict(d) for d in self._decisions.values()],
+            "journal": [asdict(e) for e in self._journal.values()],
+        }
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        _atomic_write_json(self.path, payload)
+
+    # ----------------------------------------------------------------- decisions
+
+    def record(
+        self,
+        a: str,
+        b: str,
+        decision: str,
+        confidence: float,
+        canonical: str | None = None,
+        desc_hash_a: str = "",
+        desc_hash_b: str = "",
+    ) -> Decision:
+        """Store (or replace) the decision for the pair ``{a, b}`` and persist it."""
+        if decision not in DECISIONS:
+            raise ValueError(f"decision must be one of {list(DECISIONS)}, got {decision!r}")
+        if a == b:
+            raise ValueError(f"a pair needs two different names, got {a!r} twice")
+        first, second = pair_key(a, b)
+        hashes = {a: desc_hash_a, b: desc_hash_b}
+        rec = Decision(first, second, decision, float(confidence), canonical, hashes, self._clock())
+        with self._lock:
+            self._decisions[(first, second)] = rec
+            self._save()
+        return rec
+
+    def get(self, a: str, b: str) -> Decision | None:
+        """The stored decision for ``{a, b}`` (either order), or None."""
+        return self._decisions.get(pair_key(a, b))
+
+    def was_refused(self, a: str, b: str, desc_hash_a: str, desc_hash_b: str) -> bool:
+        """True if ``{a, b}`` was refused and neither description changed since."""
+        rec = self.get(a, b)
+        if rec is None or rec.decision != "refuse":
+            return False
+        return rec.desc_hashes.get(a) == desc_hash_a and rec.desc_hashes.get(b) == desc_hash_b
+
+    def decisions(self) -> list[Decision]:
+        return list(self._decisions.values())
+
+    # ----------------------------------------------------------------- journal
+
+    def begin(self, cluster: Cluster | Mapping[str, Any]) -> JournalEntry:
+        """Persist a pending merge *before* the graph is touched; idempotent while pending."""
+        cluster_id, members, canonical = _cluster_fields(cluster)
+        with self._lock:
+            current = self._journal.get(cluster_id)
+            if current is not None and current.state == "pending":
+                return current
+            entry = JournalEntry(cluster_id, members, canonical, "pending", self._clock())
+            self._journal.pop(cluster_id, None)  # a re-begun id moves to the end of the order
+            self._journal[cluster_id] = entry
+            self._save()
+        return entry
+
+    def complete(self, cluster_id: str) -> JournalEntry:
+        """Mark a merge finished (after its last graph write); no-op if already done."""
+        with self._lock:
+            entry = self._journal.get(cluster_id)
+            if entry is None:
+                raise KeyError(f"no journal entry for cluster {cluster_id!r}; call begin() first")
+            if entry.state == "done":
+                return entry
+            done = JournalEntry(**{**asdict(entry), "state": "done", "completed_at": self._clock()})
+            self._journal[cluster_id] = done
+            self._save()
+        return done
+
+    def pending(self) -> list[JournalEntry]:
+        """Merges begun but never completed (e.g. interrupted by a crash), in begin order."""
+        return [e for e in self._journal.values() if e.state == "pending"]
+
+    def journal(self) -> list[JournalEntry]:
+        """All journal entries, pending and done, in begin order."""
+        return list(self._journal.values())

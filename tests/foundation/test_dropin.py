@@ -1,0 +1,99 @@
+"""PrismRAG is a drop-in LightRAG: stock modes give exactly LightRAG's results; new behaviour is opt-in."""
+
+from __future__ import annotations
+
+import pytest
+from lightrag import LightRAG as StockLightRAG
+from lightrag import QueryParam as StockQueryParam
+
+import lightrag_prism
+from lightrag_prism import LightRAG, LLMNotConfiguredError, PrismQueryParam, PrismRAG, QueryParam
+from lightrag_prism.retrievers import MODE_MODULES
+from tests.helpers import hash_embedding_func, lightrag_kwargs
+
+DOCS = [
+    "Alice Smith works at Acme Corp in Paris. Bob Jones knows Alice Smith.",
+    "Acme Corp was founded by Carol White in Berlin. Carol White studied in Paris.",
+    "Bob Jones plays chess with Dave Brown at the Berlin Chess Club.",
+]
+STOCK_MODES = ["naive", "local", "global", "hybrid", "mix", "bypass"]
+
+
+def test_public_names_are_the_prism_classes():
+    assert LightRAG is PrismRAG and QueryParam is PrismQueryParam
+    assert issubclass(PrismRAG, StockLightRAG) and issubclass(PrismQueryParam, StockQueryParam)
+
+
+@pytest.mark.asyncio
+async def test_stock_modes_return_exactly_what_lightrag_returns(scripted_server, tmp_path):
+    kwargs = lightrag_kwargs(scripted_server, tmp_path)
+    stock = StockLightRAG(**kwargs)
+    await stock.initialize_storages()
+    await stock.ainsert(DOCS, ids=["d1", "d2", "d3"])
+    prism = PrismRAG(**kwargs)  # same working dir and workspace: the same storages
+    await prism.initialize_storages()
+    query = "Where does Alice Smith work?"
+    for mode in STOCK_MODES:
+        expected = await stock.aquery_data(query, StockQueryParam(mode=mode, enable_rerank=False))
+        got = await prism.aquery_data(query, QueryParam(mode=mode, enable_rerank=False))
+        assert got == expected, mode
+        if mode != "bypass":
+            assert expected["status"] == "success", mode
+    await stock.finalize_storages()
+
+
+@pytest.mark.asyncio
+async def test_unknown_mode_raises_value_error_naming_valid_modes(scripted_server, tmp_path):
+    rag = PrismRAG(**lightrag_kwargs(scripted_server, tmp_path))
+    await rag.initialize_storages()
+    for call in (rag.aquery, rag.aquery_data):
+        with pytest.raises(ValueError) as err:
+            await call("Where does Alice work?", QueryParam(mode="hyrbid"))
+        for mode in lightrag_prism.valid_modes():
+            assert mode in str(err.value)
+    await rag.finalize_storages()
+
+
+@pytest.fixture
+def echo_mode(monkeypatch):
+    """Register a test mode that echoes subclass fields it receives into the result metadata."""
+    monkeypatch.setitem(MODE_MODULES, "echo", "tests.foundation.echo_mode")
+    yield "echo"
+
+
+@pytest.mark.asyncio
+async def test_registered_mode_gets_every_subclass_field(scripted_server, tmp_path, echo_mode):
+    rag = PrismRAG(**lightrag_kwargs(scripted_server, tmp_path))
+    await rag.initialize_storages()
+    await rag.ainsert(DOCS, ids=["d1", "d2", "d3"])
+    param = QueryParam(mode=echo_mode, linking_top_k=17, topic_entities=["Bob Jones"], enable_rerank=False)
+    data = await rag.aquery_data("Who knows Alice Smith?", param)
+    assert data["status"] == "success"
+    assert data["metadata"]["prism"]["seen"] == {"linking_top_k": 17, "topic_entities": ["Bob Jones"],
+                                                 "only_need_context": True}
+    assert data["data"]["chunks"][0]["found_by"] == "echo"
+    answer = await rag.aquery_llm("Who knows Alice Smith?", param)
+    assert answer["metadata"]["prism"]["seen"]["linking_top_k"] == 17
+    assert answer["llm_response"]["content"]  # answered through LightRAG's naive answer path
+    assert param.mode == echo_mode and not param.only_need_context  # the caller's param is not mutated
+    await rag.finalize_storages()
+
+
+@pytest.mark.asyncio
+async def test_without_llm_retrieval_runs_offline_and_answers_explain_how_to_configure(tmp_path):
+    rag = PrismRAG(working_dir=str(tmp_path), workspace="offline", embedding_func=hash_embedding_func(),
+                   entity_extract_max_gleaning=0)
+    assert not rag.llm_configured
+    await rag.initialize_storages()
+    await rag.ainsert(DOCS, ids=["d1", "d2", "d3"])  # heuristic extraction: no LLM needed
+    snapshot = await rag.graph_snapshot()
+    assert {"Alice Smith", "Acme Corp", "Carol White"} <= set(snapshot.node_ids)
+    for mode in ["local", "global", "hybrid", "mix"]:
+        data = await rag.aquery_data("Which company does Alice Smith work for?", QueryParam(mode=mode))
+        assert data["status"] == "success", mode
+        steps = [f["step"] for f in data["metadata"]["prism"]["fallbacks"]]
+        assert steps == ["keywords"]
+        assert "Alice Smith" in data["metadata"]["keywords"]["low_level"]
+    with pytest.raises(LLMNotConfiguredError, match="PRISM_LLM_MODEL"):
+        await rag.aquery("Which company does Alice Smith work for?", QueryParam(mode="hybrid"))
+    await rag.finalize_storages()

@@ -1,0 +1,86 @@
+"""The graph snapshot: CSR structure, backend independence, and rebuild after every kind of graph change."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from lightrag_prism import PrismRAG
+from lightrag_prism.snapshot import build_snapshot, snapshot_from_storage
+from tests.helpers import hash_embedding_func
+
+NODES = [{"id": "A", "source_id": "c1<SEP>c2"}, {"id": "B", "source_id": "c2"}, {"id": "C", "source_id": "c3"},
+         {"id": "D", "source_id": ""}]
+EDGES = [{"source": "A", "target": "B", "weight": 2.0, "source_id": "c2"},
+         {"source": "C", "target": "B", "weight": 1.5, "source_id": "c3"},
+         {"source": "A", "target": "ghost", "weight": 1.0},  # endpoint missing: skipped
+         {"source": "D", "target": "D", "weight": 1.0}]  # self loop: skipped
+
+
+def test_build_snapshot_matches_networkx_adjacency():
+    snap = build_snapshot(NODES, EDGES)
+    graph = nx.Graph()
+    graph.add_nodes_from(n["id"] for n in NODES)
+    graph.add_weighted_edges_from([("A", "B", 2.0), ("C", "B", 1.5)])
+    expected = nx.to_scipy_sparse_array(graph, nodelist=snap.node_ids, weight="weight").toarray()
+    assert np.array_equal(snap.adj.toarray(), expected)
+    assert snap.num_edges == 2
+    # every CSR entry maps back to its edge
+    rows = np.repeat(np.arange(snap.num_nodes), np.diff(snap.adj.indptr))
+    for r, c, e in zip(rows, snap.adj.indices, snap.entry_edge):
+        assert {snap.node_ids[r], snap.node_ids[c]} == set(snap.edge_key(e))
+    assert snap.chunks_of_entity(snap.node_index["A"]) == ["c1", "c2"]
+    assert snap.chunks_of_entity(snap.node_index["D"]) == []
+    assert snap.chunks_of_edge(snap.edge_index()[("B", "C")]) == ["c3"]
+
+
+class PublicOnlyGraph:
+    """A storage double with only the two public BaseGraphStorage reads the snapshot uses."""
+
+    def __init__(self, nodes, edges):
+        self.nodes, self.edges = nodes, edges
+
+    async def get_all_nodes(self):
+        return self.nodes
+
+    async def get_all_edges(self):
+        return self.edges
+
+
+@pytest.mark.asyncio
+async def test_snapshot_needs_only_the_public_storage_api():
+    snap = await snapshot_from_storage(PublicOnlyGraph(NODES, EDGES))
+    assert snap.node_ids == ["A", "B", "C", "D"] and snap.num_edges == 2
+
+
+DOCS = {"d1": "Alice Smith works at Acme Corp in Paris.", "d2": "Bob Jones met Carol White in Berlin."}
+
+
+@pytest.mark.asyncio
+async def test_snapshot_is_rebuilt_after_insert_delete_edit_and_merge(tmp_path):
+    rag = PrismRAG(working_dir=str(tmp_path), workspace="snap", embedding_func=hash_embedding_func(),
+                   entity_extract_max_gleaning=0)
+    await rag.initialize_storages()
+    await rag.ainsert(DOCS["d1"], ids=["d1"])
+    first = await rag.graph_snapshot()
+    assert await rag.graph_snapshot() is first  # cached while nothing changes
+    assert {"Alice Smith", "Acme Corp", "Paris"} <= set(first.node_ids)
+
+    await rag.ainsert(DOCS["d2"], ids=["d2"])  # insert
+    after_insert = await rag.graph_snapshot()
+    assert after_insert is not first and "Carol White" in after_insert.node_ids
+
+    await rag.aedit_entity("Paris", {"description": "Capital of France"})  # edit
+    after_edit = await rag.graph_snapshot()
+    assert after_edit.node_data[after_edit.node_index["Paris"]]["description"] == "Capital of France"
+
+    await rag.amerge_entities(["Bob Jones", "Carol White"], "Bob Jones")  # merge
+    after_merge = await rag.graph_snapshot()
+    assert "Carol White" not in after_merge.node_ids and "Bob Jones" in after_merge.node_ids
+
+    await rag.adelete_by_doc_id("d1")  # delete
+    after_delete = await rag.graph_snapshot()
+    assert "Alice Smith" not in after_delete.node_ids
+    assert len({id(s) for s in (first, after_insert, after_edit, after_merge, after_delete)}) == 5
+    await rag.finalize_storages()
