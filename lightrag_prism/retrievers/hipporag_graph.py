@@ -64,6 +64,7 @@ class SynonymState:
     """Synonym pairs keyed by entity names, carried from one snapshot to the next."""
 
     seen: set[str] = field(default_factory=set)
+    eligible: set[str] = field(default_factory=set)  # seen names that may get synonyms (checked once per name)
     pairs: dict[tuple[str, str], float] = field(default_factory=dict)
     knn_queries: int = 0  # entities that have queried the kNN so far (incrementality is tested on this)
 
@@ -72,8 +73,10 @@ class SynonymState:
         current = set(names)
         self.pairs = {p: w for p, w in self.pairs.items() if p[0] in current and p[1] in current}
         self.seen &= current
-        eligible = np.array([synonym_eligible(n) for n in names], dtype=bool)
-        new = np.array([eligible[i] and n not in self.seen for i, n in enumerate(names)], dtype=bool)
+        self.eligible = {n for n in self.eligible if n in current} | {
+            n for n in current - self.seen if synonym_eligible(n)}
+        eligible = np.fromiter((n in self.eligible for n in names), dtype=bool, count=len(names))
+        new = eligible & np.fromiter((n not in self.seen for n in names), dtype=bool, count=len(names))
         self.seen |= current
         if not new.any():
             return
