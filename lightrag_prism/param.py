@@ -44,6 +44,8 @@ class PrismQueryParam(QueryParam):
     passage_node_weight: float = 0.05
     hipporag_damping: float = 0.5
     enable_fact_filter: bool = True
+    # passages ranked first by dense score, then PPR order; 0 = HippoRAG 2 (PPR alone), see docs/hipporag.md
+    hipporag_dense_head: int = 1
 
     # --- FiDeLiS (fidelis mode); defaults are the official code's ---
     topic_entities: list[str] = field(default_factory=list)
@@ -76,6 +78,8 @@ class PrismQueryParam(QueryParam):
         for name in ("ppr_damping", "hipporag_damping"):
             if not 0.0 < getattr(self, name) < 1.0:
                 raise ValueError(f"{name} must be in (0, 1), got {getattr(self, name)!r}")
+        if not isinstance(self.hipporag_dense_head, int) or self.hipporag_dense_head < 0:
+            raise ValueError(f"hipporag_dense_head must be a non-negative integer, got {self.hipporag_dense_head!r}")
         if self.seed_temperature <= 0:
             raise ValueError(f"seed_temperature must be > 0, got {self.seed_temperature!r}")
         if self.rerank_window_overlap >= self.rerank_window_size:

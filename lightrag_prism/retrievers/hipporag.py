@@ -1,0 +1,142 @@
+"""The ``hipporag`` mode: HippoRAG 2 retrieval over a LightRAG knowledge graph (KIND = "chunks").
+
+1. Facts (one per relation, :mod:`.hipporag_facts`) are scored against the query embedding; the top
+   ``linking_top_k`` go to the recognition-memory filter (:mod:`.hipporag_filter`), which keeps up to
+   ``max_filtered_facts``.
+2. Seeds: each kept fact's subject and object get ``fact score / #passages containing the entity`` (averaged over
+   the facts naming it); the ``top_seed_phrases`` phrases with the best mean fact score are kept.
+3. Every passage gets ``minmax(dense score) * passage_node_weight``; Personalized PageRank with
+   ``hipporag_damping`` over the undirected entity + passage graph (:mod:`.hipporag_graph`); passages are ranked
+   by PPR probability; the ``hipporag_dense_head`` best passages by dense score go first (default 1, which keeps R@1
+   at least at the dense level; 0 = HippoRAG 2's pure PPR order, see docs/hipporag.md).
+
+Fallbacks, recorded in ``metadata.prism.fallbacks``: no LLM or ``enable_fact_filter=False`` -> the top facts pass
+unfiltered (HippoRAG's no-filter setting); LLM error or garbage -> the same; no fact survives -> dense ranking.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import numpy as np
+
+from ..graph.ppr import personalized_pagerank
+from ..result import Retrieval, ScoredItem
+from .hipporag_facts import fact_view, minmax, top_facts
+from .hipporag_filter import STEP, recognise
+from .hipporag_graph import HippoGraph, hipporag_graph
+
+KIND = "chunks"
+# Min-max over all facts gives the graph's worst fact 0; in a small graph that can be a kept fact, which would then
+# seed nothing. Kept facts are floored at this score so every kept fact seeds its entities.
+MIN_KEPT_FACT_SCORE = 0.01
+
+
+def seed_weights(fact_rows: np.ndarray, fact_scores: np.ndarray, edge_src: np.ndarray, edge_tgt: np.ndarray,
+                 num_chunks: np.ndarray, top_n: int) -> np.ndarray:
+    """HippoRAG 2's phrase weights (``graph_search_with_fact_entities``) as a length-N vector.
+
+    Each endpoint of a kept fact gets ``score / num_chunks`` (``/ 1`` for an entity in no passage), averaged over
+    the facts naming it; only the ``top_n`` phrases by mean fact score keep their weight.
+    """
+    n = len(num_chunks)
+    ents = np.concatenate([edge_src[fact_rows], edge_tgt[fact_rows]]).astype(np.int64)
+    scores = np.concatenate([fact_scores, fact_scores]).astype(np.float64)
+    weighted = scores / np.where(num_chunks[ents] > 0, num_chunks[ents], 1.0)
+    count = np.bincount(ents, minlength=n).astype(np.float64)
+    safe = np.maximum(count, 1.0)
+    weights = np.bincount(ents, weighted, minlength=n) / safe
+    mean_score = np.where(count > 0, np.bincount(ents, scores, minlength=n) / safe, -np.inf)
+    if top_n > 0 and np.count_nonzero(count) > top_n:
+        keep = np.argpartition(-mean_score, top_n - 1)[:top_n]
+        mask = np.zeros(n, dtype=bool)
+        mask[keep] = True
+        weights[~mask] = 0.0
+    return weights
+
+
+def _top(scores: np.ndarray, k: int) -> np.ndarray:
+    finite = np.flatnonzero(np.isfinite(scores))
+    if finite.size > k:
+        finite = finite[np.argpartition(-scores[finite], k - 1)[:k]]
+    return finite[np.lexsort((finite, -scores[finite]))]
+
+
+def _chunks(graph: HippoGraph, scores: np.ndarray, k: int, found_by: str, head_above: float = np.inf
+            ) -> list[ScoredItem]:
+    """The top ``k`` passages; those scoring above ``head_above`` came from the dense head (``found_by="dense"``)."""
+    return [ScoredItem("chunk", graph.passage_ids[i], float(scores[i]),
+                       ("dense",) if scores[i] > head_above else (found_by,),
+                       {"content": graph.passage_data[i]["content"], "file_path": graph.passage_data[i]["file_path"]})
+            for i in _top(scores, k).tolist()]
+
+
+async def _kept_facts(ctx, candidates: list) -> list[int]:
+    """Candidate positions kept by the filter, or all of them when the filter is off or falls back."""
+    if not ctx.param.enable_fact_filter:
+        ctx.retrieval.record_fallback(STEP, "enable_fact_filter=False: unfiltered top facts used")
+        return list(range(len(candidates)))
+    kept = await recognise(ctx, candidates)
+    return list(range(len(candidates))) if kept is None else kept
+
+
+def dense_head(ppr: np.ndarray, dense: np.ndarray, head: int) -> np.ndarray:
+    """Scores whose order is: the ``head`` best passages by dense score, then the rest in PPR order.
+
+    The head items score ``1 + ppr.max() + (their dense rank bonus)`` so they sort first; PPR scores are kept
+    for the others. ``head=0`` returns ``ppr`` unchanged (HippoRAG 2).
+    """
+    if head <= 0 or dense.size == 0:
+        return ppr
+    head = min(head, dense.size)
+    top = np.argpartition(-dense, head - 1)[:head]
+    top = top[np.argsort(-dense[top], kind="stable")]
+    scores = ppr.astype(np.float64, copy=True)
+    scores[top] = float(ppr.max()) + 1.0 + np.arange(head, 0, -1, dtype=np.float64)
+    return scores
+
+
+def rank_passages(graph: HippoGraph, seeds: np.ndarray, dense: np.ndarray, param) -> np.ndarray:
+    """PPR over the entity + passage graph from ``seeds`` and dense passage weights; passage scores (C,)."""
+    personalization = np.concatenate([seeds, minmax(dense) * param.passage_node_weight])
+    ppr = personalized_pagerank(graph.transition, personalization, damping=param.hipporag_damping)
+    return dense_head(ppr[graph.n_entities:], dense, getattr(param, "hipporag_dense_head", 0))
+
+
+async def retrieve(ctx) -> Retrieval:
+    started = time.perf_counter()
+    rag, param, out = ctx.rag, ctx.param, ctx.retrieval
+    snapshot = await ctx.snapshot()
+    graph, facts = await asyncio.gather(hipporag_graph(rag, snapshot), fact_view(rag, snapshot))
+    query_vector = (await ctx.embed([ctx.query]))[0]
+    valid = graph.passage_valid
+    dense = graph.passage_vectors @ query_vector if len(valid) else np.zeros(0)
+    if len(valid) and not valid.all():  # a chunk text_chunks lost can be neither a dense head nor a dense max
+        dense = np.where(valid, dense, dense[valid].min() if valid.any() else 0.0)
+    k = param.chunk_top_k or param.top_k
+    rows, scores = top_facts(facts, query_vector, param.linking_top_k)
+    candidates = [facts.facts[r] for r in rows.tolist()]
+    kept = await _kept_facts(ctx, candidates) if candidates else []
+    meta = out.metadata.setdefault("hipporag", {})
+    meta.update(candidate_facts=[{"fact": list(f), "score": float(s)} for f, s in zip(candidates, scores)],
+                facts=[{"fact": list(candidates[i]), "score": float(scores[i])} for i in kept],
+                n_passages=len(graph.passage_ids), n_synonym_edges=graph.n_synonym_edges)
+    if not kept:
+        out.record_fallback("hipporag_ppr", "no fact survived: dense passage ranking")
+        out.chunks = _chunks(graph, np.where(valid, dense, -np.inf), k, "dense")
+        meta.update(seeds=[], ranking="dense", seconds=time.perf_counter() - started)
+        return out
+    kept_rows = rows[kept]
+    seeds = seed_weights(kept_rows, np.maximum(scores[kept], MIN_KEPT_FACT_SCORE), snapshot.edge_src, snapshot.edge_tgt,
+                         graph.entity_num_chunks, param.top_seed_phrases)
+    passage_scores = rank_passages(graph, seeds, dense, param)
+    head_above = 1.0 if param.hipporag_dense_head > 0 else np.inf  # PPR probabilities are <= 1
+    out.chunks = _chunks(graph, np.where(valid, passage_scores, -np.inf), k, "ppr", head_above)
+    seed_rows = np.flatnonzero(seeds)
+    seed_rows = seed_rows[np.argsort(-seeds[seed_rows], kind="stable")]
+    out.entities = [ScoredItem("entity", snapshot.node_ids[i], float(seeds[i]), ("fact",),
+                               dict(snapshot.node_data[i])) for i in seed_rows.tolist()]
+    meta.update(seeds=[{"entity": e.id, "weight": e.score} for e in out.entities], ranking="ppr",
+                seconds=time.perf_counter() - started)
+    return out

@@ -1,0 +1,89 @@
+"""Fact retrieval for the ``hipporag`` mode: one (subject, predicate, object) fact per LightRAG relation.
+
+* **subject/object** are the relation's endpoints as the graph storage returns them (LightRAG relations are
+  undirected, so the order is the stored one);
+* **predicate** is the relation's ``keywords`` (LightRAG's short relation label; several merged relations give
+  ``"a, b"``), or, when a relation has no keywords, the first segment of its ``description``. Keywords are what
+  reads like a triple's predicate; an imported OpenIE graph stores the OpenIE predicate there.
+* the embedded text is ``"subject predicate object"``; its md5 is the fact id in the persistent fact index
+  (``hipporag_facts.npz`` + ``hipporag_facts.json`` in the working dir). On the first query after an insert or
+  delete only facts not yet indexed are embedded and removed ones are dropped (:class:`EmbeddingIndex.sync`).
+
+Query-time scoring is one mat-vec: ``facts @ q``, min-max normalised over all facts (HippoRAG's
+``get_fact_scores``), top ``linking_top_k`` by ``np.argpartition``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..snapshot import GRAPH_FIELD_SEP, GraphSnapshot, split_field
+from .hipporag_graph import embed_in_batches, hippo_state
+
+Fact = tuple[str, str, str]
+
+
+def predicate_of(edge: dict) -> str:
+    keywords = ", ".join(k.strip() for k in split_field(edge.get("keywords")) if k.strip())
+    if keywords:
+        return keywords
+    description = split_field(edge.get("description"))
+    return description[0].strip() if description else "related to"
+
+
+def fact_text(fact: Fact) -> str:
+    return " ".join(part for part in fact if part)
+
+
+def fact_id(fact: Fact) -> str:
+    return "fact-" + hashlib.md5(fact_text(fact).encode("utf-8")).hexdigest()
+
+
+def snapshot_facts(snapshot: GraphSnapshot) -> list[Fact]:
+    """One fact per snapshot edge, aligned with ``edge_src``/``edge_tgt``."""
+    facts = []
+    for e, edge in enumerate(snapshot.edge_data):
+        src, tgt = snapshot.edge_key(e)
+        facts.append((src, predicate_of(edge).replace(GRAPH_FIELD_SEP, ", "), tgt))
+    return facts
+
+
+@dataclass
+class FactView:
+    facts: list[Fact]
+    vectors: np.ndarray  # (E, d), unit rows, aligned with ``facts`` and the snapshot's edges
+
+
+async def fact_view(rag, snapshot: GraphSnapshot) -> FactView:
+    """The facts of ``snapshot`` with their embeddings (cached per snapshot; fact index synced once)."""
+    view = snapshot.derived.get("hipporag_facts")
+    if view is None:
+        facts = snapshot_facts(snapshot)
+        vectors = await hippo_state(rag).fact_index.sync(
+            [fact_id(f) for f in facts], [fact_text(f) for f in facts], lambda t: embed_in_batches(rag, t))
+        view = snapshot.derived["hipporag_facts"] = FactView(facts, vectors)
+    return view
+
+
+def minmax(scores: np.ndarray) -> np.ndarray:
+    """Min-max normalise to [0, 1]; a constant vector maps to all ones (every item equally good)."""
+    if scores.size == 0:
+        return scores.astype(np.float64)
+    lo, hi = float(scores.min()), float(scores.max())
+    if hi - lo < 1e-12:
+        return np.ones_like(scores, dtype=np.float64)
+    return (scores - lo) / (hi - lo)
+
+
+def top_facts(view: FactView, query_vector: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of the ``k`` best facts (best first) and their min-max normalised scores."""
+    if not view.facts or k <= 0:
+        return np.zeros(0, np.int64), np.zeros(0)
+    scores = minmax(view.vectors @ np.asarray(query_vector, dtype=np.float32))
+    k = min(k, scores.size)
+    part = np.argpartition(-scores, k - 1)[:k]
+    order = part[np.lexsort((part, -scores[part]))]
+    return order, scores[order]

@@ -1,0 +1,193 @@
+"""The HippoRAG 2 graph view of a LightRAG knowledge graph, built from the snapshot through public storage APIs.
+
+Nodes are ``[entities (snapshot order); passages]``. Edges (one symmetric CSR, cached in ``snapshot.derived``):
+
+* **fact edges**: the snapshot's relations, weight = LightRAG's co-occurrence ``weight`` (HippoRAG: triple count);
+* **passage-entity edges**: ``snapshot.entity_chunks`` incidence, weight 1.0;
+* **synonym edges**: entity pairs whose *name* embeddings (HippoRAG's phrase embeddings) have cosine >= 0.8, found
+  with the blocked top-k kernel :func:`lightrag_prism.graph.knn.topk_cosine` (never an N x N matrix), weight =
+  cosine, stored once per canonical ``(min, max)`` name pair. They are kept per instance in :class:`SynonymState`
+  and updated incrementally: on a new snapshot only entities not seen before query the kNN (against all entities);
+  pairs of removed entities are dropped. Names are Unicode-preserving (HippoRAG's ``[^A-Za-z0-9 ]`` stripping
+  is not applied), so ``"Thomas C. Südhof"`` or ``"東京"`` work.
+
+**All passages, backend-neutral.** ``BaseKVStorage`` has no key listing in LightRAG 1.5.7, so passage ids are the
+union of (a) ``chunks_list`` of every PROCESSED document in ``rag.doc_status`` (``get_docs_by_statuses``, abstract on
+every doc-status backend) and (b) the chunks the graph references (``snapshot.chunk_ids``, which covers
+``ainsert_custom_kg`` chunks that have no doc status). Their records come from ``rag.text_chunks.get_by_ids``
+(ids it lacks are dropped) and their vectors from ``rag.chunks_vdb.get_vectors_by_ids`` (re-embedded if missing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import unicodedata
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+from lightrag.base import DocStatus
+
+from ..graph import knn
+from ..graph.ppr import Transition, transition_matrix
+from ..snapshot import GraphSnapshot
+from ..vectors import vectors_by_id
+from .hipporag_index import EmbeddingIndex, storage_dir
+
+logger = logging.getLogger(__name__)
+
+SYNONYM_THRESHOLD = 0.8  # HippoRAG's synonymy_edge_sim_threshold
+SYNONYM_TOPK = 100  # HippoRAG v1 stops after 100 neighbours per phrase (v2 asks kNN for 2047, same cap in practice)
+EMBED_BATCH = 256
+
+
+def synonym_eligible(name: str) -> bool:
+    """HippoRAG links phrases with > 2 alphanumeric chars; counted Unicode-aware, and CJK names need only 2."""
+    alnum = [ch for ch in name if ch.isalnum()]
+    wide = any(unicodedata.east_asian_width(ch) in ("W", "F") for ch in alnum)
+    return len(alnum) >= (2 if wide else 3)
+
+
+async def embed_in_batches(rag, texts: list[str]) -> np.ndarray:
+    """``rag.embedding_func`` over ``texts`` in batches (its own concurrency limit applies)."""
+    if not texts:
+        return np.zeros((0, rag.embedding_func.embedding_dim), np.float32)
+    parts = await asyncio.gather(*(rag.embedding_func(texts[i:i + EMBED_BATCH])
+                                   for i in range(0, len(texts), EMBED_BATCH)))
+    return np.concatenate([np.asarray(p, dtype=np.float32) for p in parts])
+
+
+@dataclass
+class SynonymState:
+    """Synonym pairs keyed by entity names, carried from one snapshot to the next."""
+
+    seen: set[str] = field(default_factory=set)
+    eligible: set[str] = field(default_factory=set)  # seen names that may get synonyms (checked once per name)
+    pairs: dict[tuple[str, str], float] = field(default_factory=dict)
+    knn_queries: int = 0  # entities that have queried the kNN so far (incrementality is tested on this)
+
+    def update(self, names: list[str], vectors: np.ndarray) -> None:
+        """Bring the pairs up to date with entity ``names`` (rows of unit ``vectors``)."""
+        current = set(names)
+        self.pairs = {p: w for p, w in self.pairs.items() if p[0] in current and p[1] in current}
+        self.seen &= current
+        self.eligible = {n for n in self.eligible if n in current} | {
+            n for n in current - self.seen if synonym_eligible(n)}
+        eligible = np.fromiter((n in self.eligible for n in names), dtype=bool, count=len(names))
+        new = eligible & np.fromiter((n not in self.seen for n in names), dtype=bool, count=len(names))
+        self.seen |= current
+        if not new.any():
+            return
+        corpus_rows = np.flatnonzero(eligible)
+        position = np.full(len(names), -1, dtype=np.int64)
+        position[corpus_rows] = np.arange(len(corpus_rows))
+        query_rows = np.flatnonzero(new)
+        self.knn_queries += len(query_rows)
+        idx, sim = knn.topk_cosine(vectors[query_rows], vectors[corpus_rows], SYNONYM_TOPK,
+                                   threshold=SYNONYM_THRESHOLD, exclude_self_ids=position[query_rows])
+        qi, slot = np.nonzero(idx >= 0)
+        for q, c, w in zip(query_rows[qi].tolist(), corpus_rows[idx[qi, slot]].tolist(), sim[qi, slot].tolist()):
+            a, b = names[q], names[c]
+            self.pairs[(a, b) if a < b else (b, a)] = float(w)
+
+
+@dataclass
+class HippoState:
+    """Per-instance state of the hipporag mode: persistent indexes and the synonym pairs."""
+
+    name_index: EmbeddingIndex
+    fact_index: EmbeddingIndex
+    synonyms: SynonymState = field(default_factory=SynonymState)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+def hippo_state(rag) -> HippoState:
+    state = rag.__dict__.get("_prism_hipporag_state")
+    if state is None:
+        folder = storage_dir(rag)
+        state = HippoState(EmbeddingIndex(folder, "hipporag_entity_names"), EmbeddingIndex(folder, "hipporag_facts"))
+        rag.__dict__["_prism_hipporag_state"] = state
+    return state
+
+
+@dataclass
+class HippoGraph:
+    """Entities ``[0, n_entities)`` then passages; ``adj`` symmetric over both."""
+
+    n_entities: int
+    passage_ids: list[str]
+    passage_data: list[dict]
+    passage_vectors: np.ndarray
+    passage_valid: np.ndarray  # False for ids text_chunks no longer holds (never returned)
+    entity_num_chunks: np.ndarray  # passages containing each entity (HippoRAG's ent_node_to_num_chunk)
+    adj: sp.csr_matrix
+    transition: Transition
+    n_synonym_edges: int
+    build_seconds: dict[str, float]
+
+
+async def all_passage_ids(rag, snapshot: GraphSnapshot) -> list[str]:
+    """Graph-referenced chunk ids first (snapshot order), then the other chunks of processed documents."""
+    docs = await rag.doc_status.get_docs_by_statuses([DocStatus.PROCESSED])
+    extra = []
+    for status in docs.values():
+        extra.extend(getattr(status, "chunks_list", None) or [])
+    return list(dict.fromkeys(list(snapshot.chunk_ids) + extra))
+
+
+async def _passages(rag, snapshot: GraphSnapshot) -> tuple[list[str], list[dict], np.ndarray]:
+    ids = await all_passage_ids(rag, snapshot)
+    records = await rag.text_chunks.get_by_ids(ids) if ids else []
+    data = [{"content": (r or {}).get("content", ""), "file_path": (r or {}).get("file_path", "unknown_source"),
+             "valid": r is not None} for r in records]
+    vectors = await vectors_by_id(rag.chunks_vdb, ids, [d["content"] for d in data], rag.embedding_func,
+                                  rag.embedding_func.embedding_dim)
+    return ids, data, vectors
+
+
+def combined_adjacency(snapshot: GraphSnapshot, n_passages: int, pairs: dict) -> sp.csr_matrix:
+    """Symmetric CSR over ``[entities; passages]``: fact + synonym edges, passage-entity incidence (1.0)."""
+    n = snapshot.num_nodes
+    index = snapshot.node_index
+    syn = [(index[a], index[b], w) for (a, b), w in pairs.items()]
+    rows = np.fromiter((s[0] for s in syn), np.int64, len(syn))
+    cols = np.fromiter((s[1] for s in syn), np.int64, len(syn))
+    weights = np.fromiter((s[2] for s in syn), np.float64, len(syn))
+    synonyms = sp.coo_matrix((np.concatenate([weights, weights]), (np.concatenate([rows, cols]),
+                              np.concatenate([cols, rows]))), shape=(n, n))
+    inc = snapshot.entity_chunks
+    incidence = sp.csr_matrix((np.ones(inc.nnz), inc.indices, inc.indptr), shape=(n, n_passages))
+    entity_block = (sp.csr_matrix(snapshot.adj, dtype=np.float64) + synonyms.tocsr()).tocsr()
+    adj = sp.bmat([[entity_block, incidence], [incidence.T, None]], format="csr")
+    adj.sum_duplicates()
+    return adj
+
+
+async def hipporag_graph(rag, snapshot: GraphSnapshot) -> HippoGraph:
+    """The graph view of ``snapshot`` (built once per snapshot version, synonyms updated incrementally)."""
+    cached = snapshot.derived.get("hipporag_graph")
+    if cached is not None:
+        return cached
+    state = hippo_state(rag)
+    async with state.lock:
+        if "hipporag_graph" in snapshot.derived:
+            return snapshot.derived["hipporag_graph"]
+        timings, start = {}, time.perf_counter()
+        names = list(snapshot.node_ids)
+        name_vectors = await state.name_index.sync(names, names, lambda t: embed_in_batches(rag, t))
+        timings["name_embeddings"] = time.perf_counter() - start
+        start = time.perf_counter()
+        if names:
+            await asyncio.to_thread(state.synonyms.update, names, name_vectors)
+        timings["synonyms"] = time.perf_counter() - start
+        ids, data, vectors = await _passages(rag, snapshot)
+        adj = combined_adjacency(snapshot, len(ids), state.synonyms.pairs)
+        num_chunks = np.asarray(snapshot.entity_chunks.sum(axis=1)).ravel() if names else np.zeros(0)
+        view = HippoGraph(n_entities=len(names), passage_ids=ids, passage_data=data, passage_vectors=vectors,
+                          passage_valid=np.array([d["valid"] for d in data], dtype=bool),
+                          entity_num_chunks=num_chunks, adj=adj, transition=transition_matrix(adj),
+                          n_synonym_edges=len(state.synonyms.pairs), build_seconds=timings)
+        snapshot.derived["hipporag_graph"] = view
+        return view

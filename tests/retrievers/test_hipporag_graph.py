@@ -1,0 +1,134 @@
+"""The hipporag graph view: node/edge counts, synonym edges (no duplicates, incremental), passages, indexes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lightrag_prism.graph import knn
+from lightrag_prism.retrievers.hipporag_facts import fact_view, predicate_of, snapshot_facts
+from lightrag_prism.retrievers.hipporag_graph import hippo_state, hipporag_graph, synonym_eligible
+from lightrag_prism.retrievers.hipporag_index import EmbeddingIndex
+from tests.retrievers._hippo import HashEmbedder, fake_rag, snapshot_of
+from tests.scripted_server import hashed_bow
+
+ENTITIES = {"Thomas C. Südhof": ["c1"], "Thomas Südhof": ["c2"], "東京": ["c1", "c3"], "Stanford": ["c2"],
+            "x": ["c3"]}
+RELATIONS = [("Thomas C. Südhof", "Stanford", "works at", 2.0, ["c1"]),
+             ("Thomas Südhof", "Stanford", "professor at", 1.0, ["c2"]),
+             ("東京", "Stanford", "partner of", 1.0, ["c3"])]
+CHUNKS = {"c1": "Thomas C. Südhof visited 東京.", "c2": "Thomas Südhof teaches at Stanford.",
+          "c3": "東京 is a city. x marks it.", "c4": "An unrelated passage no entity points to."}
+
+
+@pytest.fixture
+def rag(tmp_path):
+    return fake_rag(tmp_path, CHUNKS, docs={"doc-1": ["c3", "c4"]})
+
+
+@pytest.fixture
+def knn_calls(monkeypatch):
+    calls = []
+    original = knn.topk_cosine
+
+    def counting(queries, corpus, *args, **kwargs):
+        calls.append(len(queries))
+        return original(queries, corpus, *args, **kwargs)
+
+    monkeypatch.setattr(knn, "topk_cosine", counting)
+    return calls
+
+
+@pytest.mark.asyncio
+async def test_toy_graph_nodes_and_edges(rag, knn_calls):
+    snapshot = snapshot_of(ENTITIES, RELATIONS)
+    view = await hipporag_graph(rag, snapshot)
+    assert view.n_entities == 5
+    assert view.passage_ids == ["c1", "c2", "c3", "c4"]  # graph chunks, then the doc-status-only chunk
+    assert view.adj.shape == (9, 9)
+    assert (view.adj != view.adj.T).nnz == 0
+    # 3 fact edges + 1 synonym edge + 6 passage-entity edges, each stored twice
+    assert view.adj.nnz == 2 * (3 + 1 + 6)
+    assert view.n_synonym_edges == 1
+    idx = snapshot.node_index
+    a, b = idx["Thomas C. Südhof"], idx["Thomas Südhof"]
+    expected = float(hashed_bow("Thomas C. Südhof", 256) @ hashed_bow("Thomas Südhof", 256))
+    assert expected >= 0.8
+    assert view.adj[a, b] == pytest.approx(expected)  # stored once, not doubled
+    assert view.adj[idx["Thomas C. Südhof"], idx["Stanford"]] == 2.0  # co-occurrence weight
+    assert view.adj[idx["東京"], 5 + 2] == 1.0  # 東京 -> c3 incidence
+    np.testing.assert_array_equal(view.entity_num_chunks, [1, 1, 2, 1, 1])
+    assert view.passage_data[3]["content"] == CHUNKS["c4"]
+    assert knn_calls == [4]  # the eligible entities ("x" is too short) query the kNN once
+    assert await hipporag_graph(rag, snapshot) is view  # cached per snapshot
+
+
+@pytest.mark.asyncio
+async def test_synonyms_incremental_only_for_new_entities(rag, knn_calls):
+    await hipporag_graph(rag, snapshot_of(ENTITIES, RELATIONS, version=0))
+    embedded_before = len(rag.embedding_func.texts)
+    grown = {**ENTITIES, "Thomas Christian Südhof": ["c4"]}
+    view = await hipporag_graph(rag, snapshot_of(grown, RELATIONS, version=1))
+    state = hippo_state(rag)
+    assert knn_calls == [4, 1]  # only the new entity queried the kNN, against all entities
+    assert state.synonyms.knn_queries == 5
+    new_name_texts = [t for t in rag.embedding_func.texts[embedded_before:] if t in grown]
+    assert new_name_texts == ["Thomas Christian Südhof"]
+    pairs = state.synonyms.pairs
+    assert ("Thomas C. Südhof", "Thomas Südhof") in pairs
+    assert all(a < b for a, b in pairs)  # canonical (min, max) keys: no duplicated edge
+    assert any("Thomas Christian Südhof" in p for p in pairs)
+    assert view.n_synonym_edges == len(pairs)
+    shrunk = {k: v for k, v in grown.items() if k != "Thomas Südhof"}
+    relations = [r for r in RELATIONS if "Thomas Südhof" not in r[:2]]
+    view = await hipporag_graph(rag, snapshot_of(shrunk, relations, version=2))
+    assert knn_calls == [4, 1]  # nothing new: no kNN call at all
+    assert all("Thomas Südhof" not in p for p in state.synonyms.pairs)
+    assert view.n_synonym_edges == len(state.synonyms.pairs)
+
+
+def test_synonym_eligibility_is_unicode_aware():
+    assert synonym_eligible("Südhof") and synonym_eligible("東京") and synonym_eligible("Ünö")
+    assert not synonym_eligible("x") and not synonym_eligible("a.b") and not synonym_eligible("東")
+
+
+@pytest.mark.asyncio
+async def test_embedding_index_persists_and_embeds_only_new(tmp_path):
+    embed = HashEmbedder()
+    index = EmbeddingIndex(str(tmp_path), "idx")
+    first = await index.sync(["a", "b"], ["alpha", "beta"], embed)
+    assert embed.texts == ["alpha", "beta"]
+    reloaded = EmbeddingIndex(str(tmp_path), "idx")
+    again = await reloaded.sync(["b", "a"], ["beta", "alpha"], embed)
+    assert embed.texts == ["alpha", "beta"]  # nothing re-embedded after a restart
+    np.testing.assert_allclose(again, first[::-1])
+    await reloaded.sync(["b", "c"], ["beta", "gamma"], embed)
+    assert embed.texts[-1:] == ["gamma"] and len(embed.texts) == 3
+    assert EmbeddingIndex(str(tmp_path), "idx").ids == ["b", "c"]  # "a" dropped on disk too
+
+
+@pytest.mark.asyncio
+async def test_fact_view_and_incremental_fact_index(rag):
+    snapshot = snapshot_of(ENTITIES, RELATIONS)
+    facts = snapshot_facts(snapshot)
+    assert ("Thomas C. Südhof", "works at", "Stanford") in facts
+    view = await fact_view(rag, snapshot)
+    assert view.vectors.shape == (3, 256)
+    before = len(rag.embedding_func.texts)
+    more = RELATIONS + [("東京", "Thomas Südhof", "visited by", 1.0, ["c1"])]
+    await fact_view(rag, snapshot_of(ENTITIES, more, version=1))
+    assert rag.embedding_func.texts[before:] == ["東京 visited by Thomas Südhof"]
+
+
+def test_predicate_falls_back_to_description():
+    assert predicate_of({"keywords": "a<SEP>b"}) == "a, b"
+    assert predicate_of({"keywords": "", "description": "born in<SEP>x"}) == "born in"
+    assert predicate_of({}) == "related to"
+
+
+@pytest.mark.asyncio
+async def test_empty_graph_view(tmp_path):
+    rag = fake_rag(tmp_path, {"c9": "only a passage"}, docs={"doc": ["c9"]})
+    view = await hipporag_graph(rag, snapshot_of({}, []))
+    assert view.n_entities == 0 and view.passage_ids == ["c9"] and view.adj.shape == (1, 1)
+    assert (await fact_view(rag, snapshot_of({}, []))).facts == []
