@@ -19,11 +19,8 @@ from ..param import STOCK_MODES
 MODE_MODULES: dict[str, str] = {
     "ensemble": "lightrag_prism.retrievers.ensemble",
     "fidelis": "lightrag_prism.retrievers.fidelis",
-    "ensemble": "lightrag_prism.retrievers.ensemble",
-    "fidelis": "lightrag_prism.retrievers.fidelis",
     "hipporag": "lightrag_prism.retrievers.hipporag",
     "prism": "lightrag_prism.retrievers.prism",
-    "tournament": "lightrag_prism.retrievers.tournament",
     "tournament": "lightrag_prism.retrievers.tournament",
 }
 
