@@ -21,7 +21,9 @@ async def cached_llm_call(rag, prompt: str, *, system_prompt: str | None = None,
     ``stats`` (optional) counts ``"cache_hits"`` and ``"llm_calls"`` (requests actually sent to the LLM).
     """
     cache = rag.llm_response_cache
-    args_hash = compute_args_hash(cache_type, system_prompt or "", prompt, rag.llm_model_name or "")
+    # Everything that shapes the answer is in the key (history_messages carry few-shot examples, for one).
+    extra = json.dumps(kwargs, sort_keys=True, default=str) if kwargs else ""
+    args_hash = compute_args_hash(cache_type, system_prompt or "", prompt, rag.llm_model_name or "", extra)
     cached = await handle_cache(cache, args_hash, prompt, mode, cache_type=cache_type)
     if cached is not None:
         if stats is not None:
