@@ -97,3 +97,19 @@ async def assemble(ctx: "QueryContext", snapshot: GraphSnapshot, scorer: "HopSco
     retrieval.relations = _relations(snapshot, paths, label)
     nodes, best_node, retrieval.entities = _entities(snapshot, scorer, paths)
     retrieval.chunks = await _chunks(ctx, snapshot, _chunk_scores(snapshot, paths, best_node, nodes))
+    retrieval.chunks += await _dense_fill(ctx, {c.id for c in retrieval.chunks})
+
+
+async def _dense_fill(ctx: "QueryContext", taken: set[str]) -> list[ScoredItem]:
+    """Dense passages for the chunk slots the paths left empty (after every path chunk, never before).
+
+    Paths cite few passages; filling the rest of ``chunk_top_k`` keeps the answer context at least as broad as
+    ``naive`` instead of leaving it short.
+    """
+    limit = getattr(ctx.param, "chunk_top_k", None) or 0
+    if len(taken) >= limit:
+        return []
+    query_vec = (await ctx.embed([ctx.query]))[0]
+    rows = await ctx.rag.chunks_vdb.query(ctx.query, top_k=limit, query_embedding=query_vec.tolist())
+    fill = [r for r in rows if r.get("id") not in taken][: limit - len(taken)]
+    return [ScoredItem("chunk", r["id"], 0.0, ("dense",), {k: r[k] for k in CHUNK_FIELDS if k in r}) for r in fill]

@@ -179,6 +179,9 @@ async def test_offline_search_stops_at_max_length_and_returns_paths(tmp_path):
     assert path_entities <= {e["entity_name"] for e in data["entities"]}
     assert {r.get("found_by") for r in data["relationships"] if r.get("path")} == {"fidelis"}
     assert data["chunks"] and all(c["content"] for c in data["chunks"])
+    ours = [c["found_by"] for c in data["chunks"] if c.get("found_by")]
+    assert ours[0] == "fidelis" and "dense" in ours  # path chunks first, free slots filled with dense ones
+    assert ours == sorted(ours, key=lambda source: source != "fidelis")
     await rag.finalize_storages()
 
 
