@@ -38,8 +38,8 @@ async def main(args) -> None:
     position = {cid: i for i, cid in enumerate(graph.passage_ids)}
     lost, top_deg, gold_deg, seeded = 0, [], [], 0
     for q in dataset.questions:
-        param = QueryParam(mode="hipporag", enable_fact_filter=False, hipporag_dense_head=0, hipporag_dense_rrf=0.0,
-                           entity_seed_weight=0.0, chunk_top_k=10)
+        param = QueryParam(mode="hipporag", enable_fact_filter=False, hipporag_dense_head=0, linking_top_k=5,
+                           passage_node_weight=0.05, chunk_top_k=10)  # HippoRAG 2's settings
         ctx = QueryContext(rag=rag, query=q.text, param=param)
         result = await hipporag.retrieve(ctx)
         q_vec = (await ctx.embed([q.text]))[0]

@@ -20,9 +20,14 @@ from pathlib import Path
 
 from lightrag_prism.eval.bench import evaluate_mode, load_dataset, open_index
 
+HIPPORAG2 = "hipporag:linking_top_k=5:passage_node_weight=0.05:hipporag_dense_head=0"  # HippoRAG 2's settings
 DEFAULT_VARIANTS = ",".join([
-    "hipporag:hipporag_dense_head=0:hipporag_dense_rrf=0:entity_seed_weight=0",  # HippoRAG 2
-    "hipporag",  # default
+    HIPPORAG2,
+    "hipporag:linking_top_k=5:passage_node_weight=0.05:hipporag_dense_head=1",  # + dense head only
+    "hipporag:linking_top_k=10:passage_node_weight=0.05",  # + more linked facts only
+    "hipporag:linking_top_k=5:passage_node_weight=0.1",  # + stronger passage nodes only
+    "hipporag:hipporag_dense_head=0",  # default without the dense head
+    "hipporag",  # default: linking_top_k=10, passage_node_weight=0.1, hipporag_dense_head=1
 ])
 
 

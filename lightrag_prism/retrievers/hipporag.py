@@ -31,7 +31,6 @@ KIND = "chunks"
 # Min-max over all facts gives the graph's worst fact 0; in a small graph that can be a kept fact, which would then
 # seed nothing. Kept facts are floored at this score so every kept fact seeds its entities.
 MIN_KEPT_FACT_SCORE = 0.01
-RRF_K = 60  # the usual reciprocal-rank-fusion constant (Cormack et al. 2009)
 
 
 def seed_weights(fact_rows: np.ndarray, fact_scores: np.ndarray, edge_src: np.ndarray, edge_tgt: np.ndarray,
@@ -98,39 +97,13 @@ def dense_head(ppr: np.ndarray, dense: np.ndarray, head: int) -> np.ndarray:
     return scores
 
 
-def entity_seeds(name_vectors: np.ndarray, query_vector: np.ndarray, num_chunks: np.ndarray, top_n: int,
-                 weight: float) -> np.ndarray:
-    """Query -> entity-name linking as extra seeds: the ``top_n`` entities by name similarity get
-    ``weight * cosine / #passages`` (the fact seeds' passage normalisation). ``weight=0`` -> zeros (HippoRAG 2)."""
-    seeds = np.zeros(len(num_chunks), dtype=np.float64)
-    if weight <= 0 or top_n <= 0 or not len(num_chunks):
-        return seeds
-    sims = name_vectors @ np.asarray(query_vector, dtype=np.float32)
-    top = _top(sims, top_n)
-    seeds[top] = weight * np.maximum(sims[top], 0.0) / np.maximum(num_chunks[top], 1.0)
-    return seeds
-
-
-def rrf_with_dense(ppr: np.ndarray, dense: np.ndarray, dense_weight: float, k: int = RRF_K) -> np.ndarray:
-    """``1/(k + PPR rank) + dense_weight/(k + dense rank)`` (ranks from 1); ``dense_weight=0`` keeps PPR order."""
-    if dense_weight <= 0 or ppr.size == 0:
-        return ppr
-    ranks = np.empty((2, ppr.size), dtype=np.float64)
-    for row, scores in enumerate((ppr, dense)):
-        order = np.lexsort((np.arange(scores.size), -scores))
-        ranks[row, order] = np.arange(1, scores.size + 1)
-    return 1.0 / (k + ranks[0]) + dense_weight / (k + ranks[1])
-
-
 def rank_passages(graph: HippoGraph, seeds: np.ndarray, dense: np.ndarray, param) -> np.ndarray:
     """PPR over the entity + passage graph from ``seeds`` and dense passage weights; passage scores (C,).
 
-    Then the optional RRF with the dense ranking (``hipporag_dense_rrf``) and the dense head
-    (``hipporag_dense_head``); both off gives HippoRAG 2's PPR order."""
+    Then the dense head (``hipporag_dense_head``; 0 gives HippoRAG 2's PPR order)."""
     personalization = np.concatenate([seeds, minmax(dense) * param.passage_node_weight])
     ppr = personalized_pagerank(graph.transition, personalization, damping=param.hipporag_damping)
-    fused = rrf_with_dense(ppr[graph.n_entities:], dense, param.hipporag_dense_rrf)
-    return dense_head(fused, dense, param.hipporag_dense_head)
+    return dense_head(ppr[graph.n_entities:], dense, param.hipporag_dense_head)
 
 
 async def retrieve(ctx) -> Retrieval:
@@ -159,10 +132,8 @@ async def retrieve(ctx) -> Retrieval:
     kept_rows = rows[kept]
     seeds = seed_weights(kept_rows, np.maximum(scores[kept], MIN_KEPT_FACT_SCORE), snapshot.edge_src, snapshot.edge_tgt,
                          graph.entity_num_chunks, param.top_seed_phrases)
-    seeds = seeds + entity_seeds(graph.name_vectors, query_vector, graph.entity_num_chunks, param.top_seed_phrases,
-                                 param.entity_seed_weight)
     passage_scores = rank_passages(graph, seeds, dense, param)
-    head_above = 1.0 if param.hipporag_dense_head > 0 else np.inf  # PPR probabilities and RRF scores are <= 1
+    head_above = 1.0 if param.hipporag_dense_head > 0 else np.inf  # PPR probabilities are <= 1
     out.chunks = _chunks(graph, np.where(valid, passage_scores, -np.inf), k, "ppr", head_above)
     seed_rows = np.flatnonzero(seeds)
     seed_rows = seed_rows[np.argsort(-seeds[seed_rows], kind="stable")]

@@ -122,7 +122,6 @@ class HippoGraph:
     passage_vectors: np.ndarray
     passage_valid: np.ndarray  # False for ids text_chunks no longer holds (never returned)
     entity_num_chunks: np.ndarray  # passages containing each entity (HippoRAG's ent_node_to_num_chunk)
-    name_vectors: np.ndarray  # (n_entities, d) unit entity-name embeddings, snapshot order
     adj: sp.csr_matrix
     transition: Transition
     n_synonym_edges: int
@@ -188,7 +187,7 @@ async def hipporag_graph(rag, snapshot: GraphSnapshot) -> HippoGraph:
         num_chunks = np.asarray(snapshot.entity_chunks.sum(axis=1)).ravel() if names else np.zeros(0)
         view = HippoGraph(n_entities=len(names), passage_ids=ids, passage_data=data, passage_vectors=vectors,
                           passage_valid=np.array([d["valid"] for d in data], dtype=bool),
-                          entity_num_chunks=num_chunks, name_vectors=np.asarray(name_vectors, np.float32), adj=adj, transition=transition_matrix(adj),
+                          entity_num_chunks=num_chunks, adj=adj, transition=transition_matrix(adj),
                           n_synonym_edges=len(state.synonyms.pairs), build_seconds=timings)
         snapshot.derived["hipporag_graph"] = view
         return view
