@@ -37,11 +37,12 @@ class PrismQueryParam(QueryParam):
     enable_recognition: bool = False
     recognition_batch_size: int = 10
 
-    # --- HippoRAG 2 (hipporag mode); defaults are HippoRAG 2's ---
-    linking_top_k: int = 5
+    # --- HippoRAG 2 (hipporag mode); HippoRAG 2's settings: linking_top_k=5, passage_node_weight=0.05,
+    # hipporag_dense_head=0 (defaults tuned offline on musique_train_100, see docs/hipporag.md) ---
+    linking_top_k: int = 10
     max_filtered_facts: int = 4
     top_seed_phrases: int = 5
-    passage_node_weight: float = 0.05
+    passage_node_weight: float = 0.1
     hipporag_damping: float = 0.5
     enable_fact_filter: bool = True
     # passages ranked first by dense score, then PPR order; 0 = HippoRAG 2 (PPR alone), see docs/hipporag.md

@@ -12,6 +12,7 @@ New modes appear here as soon as they are registered in ``lightrag_prism.retriev
 from __future__ import annotations
 
 import argparse
+import ast
 import asyncio
 import json
 import logging
@@ -59,8 +60,31 @@ async def open_index(dataset: Dataset, working_dir: Path, embedding_func=None, p
     return rag
 
 
+def parse_mode_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``"hipporag:hipporag_dense_head=0:passage_node_weight=0.1"`` -> ``("hipporag", {knob: value})``.
+
+    A mode name alone is the mode with its defaults; each ``:knob=value`` overrides one ``QueryParam`` field (values
+    are Python literals: ints, floats, booleans, strings), so knob variants run side by side in one report.
+    """
+    mode, *pairs = spec.strip().split(":")
+    overrides = {}
+    for pair in pairs:
+        knob, sep, raw = pair.partition("=")
+        if not sep or not knob.strip():
+            raise ValueError(f"Bad knob override {pair!r} in mode spec {spec!r}: expected knob=value")
+        try:
+            overrides[knob.strip()] = ast.literal_eval(raw.strip())
+        except (ValueError, SyntaxError):
+            overrides[knob.strip()] = raw.strip()
+    unknown = [k for k in overrides if k not in PrismQueryParam.__dataclass_fields__]
+    if unknown:
+        raise ValueError(f"Unknown QueryParam field(s) {unknown} in mode spec {spec!r}")
+    return mode.strip(), overrides
+
+
 async def _rank_with_mode(rag, mode: str, query: str, lookup: dict[str, str]) -> tuple[list[str], dict]:
-    result = await rag.aquery_data(query, PrismQueryParam(mode=mode, enable_rerank=False))
+    name, overrides = parse_mode_spec(mode)
+    result = await rag.aquery_data(query, PrismQueryParam(mode=name, enable_rerank=False, **overrides))
     chunks = (result.get("data") or {}).get("chunks", [])
     ranked = list(dict.fromkeys(lookup.get(c.get("content", "").strip(), c.get("chunk_id")) for c in chunks))
     return ranked, (result.get("metadata") or {}).get("prism", {})
@@ -130,7 +154,7 @@ async def run_bench(dataset_name: str = "musique", questions: int | None = None,
                     working_dir: str | Path = "prism_storage/bench", out: str | Path = "benchmarks/results/bench",
                     progress: bool = True) -> tuple[dict[str, Any], Dataset, dict[str, list[list[str]]]]:
     modes = modes or default_modes()
-    unknown = [m for m in modes if m != "bm25" and m not in valid_modes()]
+    unknown = [m for m in modes if m != "bm25" and parse_mode_spec(m)[0] not in valid_modes()]
     if unknown:
         raise ValueError(f"Unknown mode(s) {unknown}. Valid: {', '.join(default_modes())}")
     dataset = load_dataset(dataset_name, questions)
@@ -160,7 +184,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser = parser or argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", default="musique", choices=sorted(LOADERS))
     parser.add_argument("--questions", type=int, default=None, help="first N questions (default: all)")
-    parser.add_argument("--modes", default=None, help=f"comma-separated (default: {','.join(default_modes())})")
+    parser.add_argument("--modes", default=None, help=f"comma-separated (default: {','.join(default_modes())}); "
+                        "a mode may carry knob overrides: hipporag:hipporag_dense_head=0:passage_node_weight=0.1")
     parser.add_argument("--working-dir", default="prism_storage/bench")
     parser.add_argument("--out", default="benchmarks/results/bench")
     return parser

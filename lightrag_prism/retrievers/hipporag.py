@@ -8,7 +8,9 @@
 3. Every passage gets ``minmax(dense score) * passage_node_weight``; Personalized PageRank with
    ``hipporag_damping`` over the undirected entity + passage graph (:mod:`.hipporag_graph`); passages are ranked
    by PPR probability; the ``hipporag_dense_head`` best passages by dense score go first (default 1, which keeps R@1
-   at least at the dense level; 0 = HippoRAG 2's pure PPR order, see docs/hipporag.md).
+   at least at the dense level; 0 = HippoRAG 2's pure PPR order, see docs/hipporag.md). HippoRAG 2's settings are
+   ``linking_top_k=5, passage_node_weight=0.05, hipporag_dense_head=0``; the defaults (10, 0.1, 1) were chosen
+   offline on musique_train_100 (docs/hipporag.md has the ablation).
 
 Fallbacks, recorded in ``metadata.prism.fallbacks``: no LLM or ``enable_fact_filter=False`` -> the top facts pass
 unfiltered (HippoRAG's no-filter setting); LLM error or garbage -> the same; no fact survives -> dense ranking.
@@ -98,10 +100,12 @@ def dense_head(ppr: np.ndarray, dense: np.ndarray, head: int) -> np.ndarray:
 
 
 def rank_passages(graph: HippoGraph, seeds: np.ndarray, dense: np.ndarray, param) -> np.ndarray:
-    """PPR over the entity + passage graph from ``seeds`` and dense passage weights; passage scores (C,)."""
+    """PPR over the entity + passage graph from ``seeds`` and dense passage weights; passage scores (C,).
+
+    Then the dense head (``hipporag_dense_head``; 0 gives HippoRAG 2's PPR order)."""
     personalization = np.concatenate([seeds, minmax(dense) * param.passage_node_weight])
     ppr = personalized_pagerank(graph.transition, personalization, damping=param.hipporag_damping)
-    return dense_head(ppr[graph.n_entities:], dense, getattr(param, "hipporag_dense_head", 0))
+    return dense_head(ppr[graph.n_entities:], dense, param.hipporag_dense_head)
 
 
 async def retrieve(ctx) -> Retrieval:

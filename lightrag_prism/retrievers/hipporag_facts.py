@@ -1,7 +1,10 @@
 """Fact retrieval for the ``hipporag`` mode: one (subject, predicate, object) fact per LightRAG relation.
 
-* **subject/object** are the relation's endpoints as the graph storage returns them (LightRAG relations are
-  undirected, so the order is the stored one);
+* **subject/object** are the relation's endpoints, oriented by its description: LightRAG relations are undirected
+  and stored with their endpoints in sorted order, so ``(Journal X, first published in, 1963)`` comes back as
+  ``1963 -> Journal X``. The description ("Journal X first published in 1963.") names the subject first: when it
+  names the target before the source (or only the target), the endpoints are swapped (:func:`orient`). Without
+  that, fact texts read backwards ("1963 first published in Journal X") and match questions worse;
 * **predicate** is the relation's ``keywords`` (LightRAG's short relation label; several merged relations give
   ``"a, b"``), or, when a relation has no keywords, the first segment of its ``description``. Keywords are what
   reads like a triple's predicate; an imported OpenIE graph stores the OpenIE predicate there.
@@ -34,6 +37,16 @@ def predicate_of(edge: dict) -> str:
     return description[0].strip() if description else "related to"
 
 
+def orient(src: str, tgt: str, edge: dict) -> tuple[str, str]:
+    """(subject, object): the endpoint the relation's first description names first is the subject."""
+    description = split_field(edge.get("description"))
+    text = description[0].casefold() if description else ""
+    at_src, at_tgt = text.find(src.casefold()), text.find(tgt.casefold())
+    if at_tgt >= 0 and (at_src < 0 or at_tgt < at_src):
+        return tgt, src
+    return src, tgt
+
+
 def fact_text(fact: Fact) -> str:
     return " ".join(part for part in fact if part)
 
@@ -46,7 +59,7 @@ def snapshot_facts(snapshot: GraphSnapshot) -> list[Fact]:
     """One fact per snapshot edge, aligned with ``edge_src``/``edge_tgt``."""
     facts = []
     for e, edge in enumerate(snapshot.edge_data):
-        src, tgt = snapshot.edge_key(e)
+        src, tgt = orient(*snapshot.edge_key(e), edge)
         facts.append((src, predicate_of(edge).replace(GRAPH_FIELD_SEP, ", "), tgt))
     return facts
 

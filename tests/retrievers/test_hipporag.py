@@ -49,7 +49,11 @@ async def make_rag(server, tmp_path, llm: bool = True):
     return rag
 
 
+HIPPORAG2_LINKING = {"linking_top_k": 5, "passage_node_weight": 0.05}  # HippoRAG 2's values (defaults: 10, 0.1)
+
+
 async def query(rag, **param) -> tuple[list[dict], dict]:
+    param = {**HIPPORAG2_LINKING, **param}
     data = await rag.aquery_data(QUESTION, param=QueryParam(mode="hipporag", **param))
     return data["data"]["chunks"], data["metadata"]["prism"]
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from lightrag_prism.graph import knn
-from lightrag_prism.retrievers.hipporag_facts import fact_view, predicate_of, snapshot_facts
+from lightrag_prism.retrievers.hipporag_facts import fact_view, orient, predicate_of, snapshot_facts
 from lightrag_prism.retrievers.hipporag_graph import hippo_state, hipporag_graph, synonym_eligible
 from lightrag_prism.retrievers.hipporag_index import EmbeddingIndex
 from tests.retrievers._hippo import HashEmbedder, fake_rag, snapshot_of
@@ -118,6 +118,15 @@ async def test_fact_view_and_incremental_fact_index(rag):
     more = RELATIONS + [("東京", "Thomas Südhof", "visited by", 1.0, ["c1"])]
     await fact_view(rag, snapshot_of(ENTITIES, more, version=1))
     assert rag.embedding_func.texts[before:] == ["東京 visited by Thomas Südhof"]
+
+
+def test_orient_reads_the_subject_from_the_description():
+    edge = {"description": "Journal X first published in 1963.<SEP>1963: Journal X appeared"}
+    assert orient("1963", "Journal X", edge) == ("Journal X", "1963")  # stored sorted, read as written
+    assert orient("Journal X", "1963", edge) == ("Journal X", "1963")
+    assert orient("a", "b", {"description": "b"}) == ("b", "a")  # only the target is named
+    assert orient("a", "b", {"description": "unrelated words"}) == ("a", "b")  # no evidence: stored order
+    assert orient("a", "b", {}) == ("a", "b")
 
 
 def test_predicate_falls_back_to_description():
