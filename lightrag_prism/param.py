@@ -41,6 +41,7 @@ class PrismQueryParam(QueryParam):
     prism_seed_facts: int = 5
     prism_graph_weight: float = 0.5
     prism_dense_head: int = 1
+    prism_keyword_vectors: bool = True
 
     # --- HippoRAG 2 (hipporag mode); defaults are HippoRAG 2's ---
     linking_top_k: int = 5

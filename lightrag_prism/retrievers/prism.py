@@ -203,6 +203,8 @@ async def retrieve(ctx) -> Retrieval:
     entity/relation matrices, one chunk vector search."""
     snap, param = await ctx.snapshot(), ctx.param
     knobs = resolve_prism_knobs(param)
+    if not param.prism_keyword_vectors:  # the query's own vector stands in for both keyword lists
+        ctx.ll_keywords = ctx.hl_keywords = ""
     sig = await px.query_signals(ctx, snap)
     _, rel = await entity_and_relation_matrices(ctx.rag, snap)
     fact_sim = rel @ sig.query_vec if len(rel) else np.zeros(0, np.float32)

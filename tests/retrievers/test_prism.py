@@ -185,3 +185,59 @@ async def test_prism_runs_on_a_storage_with_only_the_public_graph_api(rag):
     result = await rag.aquery_data(QUERY, qp("prism"))
     assert {"get_all_nodes", "get_all_edges"} <= double.calls
     assert names(result) == names(expected) and chunk_ids(result) == chunk_ids(expected)
+
+
+async def test_prism_mode_runs_no_stock_search_and_embeds_once(rag, monkeypatch):
+    async def no_vdb_search(*_, **__):
+        raise AssertionError("the prism mode must not run LightRAG's entity/relation vector search")
+
+    monkeypatch.setattr(rag.entities_vdb, "query", no_vdb_search)
+    monkeypatch.setattr(rag.relationships_vdb, "query", no_vdb_search)
+    from lightrag_prism.context import QueryContext
+
+    calls = []
+    original = QueryContext.embed
+
+    async def counting(self, texts):
+        calls.append(list(texts))
+        return await original(self, texts)
+
+    monkeypatch.setattr(QueryContext, "embed", counting)
+    embedded = []
+    inner = rag.embedding_func.func
+
+    async def recording(texts, **kw):
+        embedded.append(list(texts))
+        return await inner(texts, **kw)
+
+    monkeypatch.setattr(rag.embedding_func, "func", recording)
+    result = await rag.aquery_data(QUERY, qp("prism"))
+    assert result["data"]["chunks"]
+    assert len(calls) == 1 and calls[0][0] == QUERY
+    assert embedded == [[QUERY, "Alice Vance", "painting exhibition"]]  # one model call for query + keywords
+    embedded.clear()
+    await rag.aquery_data(QUERY, qp("prism", prism_keyword_vectors=False))
+    assert embedded == [[QUERY]]
+
+
+async def test_prism_chunk_order_survives_lightrag_and_source_ids_are_restored(rag):
+    result = await rag.aquery_data(QUERY, qp("prism", chunk_top_k=5))
+    chunks = result["data"]["chunks"]
+    assert all(set(c["found_by"].split("+")) <= {"dense", "graph"} for c in chunks)
+    assert chunks[0]["found_by"].startswith("dense")  # prism_dense_head=1
+    scores = [c["score"] for c in chunks]
+    assert scores == sorted(scores, reverse=True)  # prism's order, not LightRAG's round robin
+    snap = await rag.graph_snapshot()
+    for row in result["data"]["entities"]:
+        expected = snap.node_data[snap.node_index[row["entity_name"]]]["source_id"]
+        assert row["source_id"] == expected
+    assert all(r["source_id"] for r in result["data"]["relationships"])
+
+
+async def test_prism_graph_weight_moves_the_two_hop_chunk(rag):
+    dense_only = await rag.aquery_data(QUERY, qp_one_seed(prism_graph_weight=0.0, prism_dense_head=0))
+    graph_heavy = await rag.aquery_data(QUERY, qp_one_seed(prism_graph_weight=1.0, prism_dense_head=0))
+    blue = chunk_id_of("c_blue")
+    dense_rank = chunk_ids(dense_only).index(blue) if blue in chunk_ids(dense_only) else 99
+    assert chunk_ids(graph_heavy).index(blue) <= dense_rank
+    assert chunk_ids(graph_heavy)[0] in (chunk_id_of("c_alice"), blue)
