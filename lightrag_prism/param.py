@@ -37,9 +37,9 @@ class PrismQueryParam(QueryParam):
     enable_recognition: bool = False
     recognition_batch_size: int = 10
     # prism mode only (docs/prism.md): seeds from entity and fact linking, chunk ranking dense + graph
-    prism_seed_entities: int = 5
-    prism_seed_facts: int = 5
-    prism_graph_weight: float = 0.5
+    prism_seed_entities: int = 3
+    prism_seed_facts: int = 3
+    prism_graph_weight: float = 0.6
     prism_dense_head: int = 1
     prism_keyword_vectors: bool = True
 
