@@ -21,7 +21,6 @@ import numpy as np
 from ..param import resolve_prism_knobs
 from ..result import Retrieval, ScoredItem, relation_id
 from ..snapshot import GraphSnapshot
-from ..vectors import entity_and_relation_matrices
 from . import prism_expand as px
 from . import prism_rank as pr
 from .recognition import filter_retrieval
@@ -206,8 +205,7 @@ async def retrieve(ctx) -> Retrieval:
     if not param.prism_keyword_vectors:  # the query's own vector stands in for both keyword lists
         ctx.ll_keywords = ctx.hl_keywords = ""
     sig = await px.query_signals(ctx, snap)
-    _, rel = await entity_and_relation_matrices(ctx.rag, snap)
-    fact_sim = rel @ sig.query_vec if len(rel) else np.zeros(0, np.float32)
+    fact_sim = sig.fact_sim
     seeds, weights, fact_ids = pr.link_seeds(snap, sig.ent_sim, fact_sim, param.prism_seed_entities,
                                              param.prism_seed_facts)
     exp = px.expand(snap, ctx.rag._snapshots.previous, seeds, sig, knobs, param, weights=weights)

@@ -48,6 +48,7 @@ class QuerySignals:
     ent_sim: np.ndarray
     rel_sim: np.ndarray
     query_vec: np.ndarray
+    fact_sim: np.ndarray | None = None  # cos(relation e, query), computed in the same pass as rel_sim
 
 
 @dataclass
@@ -69,7 +70,10 @@ async def query_signals(ctx, snap: GraphSnapshot) -> QuerySignals:
     texts = [ctx.query, ctx.ll_keywords or ctx.query, ctx.hl_keywords or ctx.query]
     vecs = await ctx.embed(texts)
     ent, rel = await entity_and_relation_matrices(ctx.rag, snap)
-    return QuerySignals(ent @ vecs[1], rel @ vecs[2] if len(rel) else np.zeros(0, np.float32), vecs[0])
+    if not len(rel):
+        return QuerySignals(ent @ vecs[1], np.zeros(0, np.float32), vecs[0], np.zeros(0, np.float32))
+    both = rel @ np.stack([vecs[2], vecs[0]], axis=1)  # one pass over the relation matrix for hl and query
+    return QuerySignals(ent @ vecs[1], np.ascontiguousarray(both[:, 0]), vecs[0], np.ascontiguousarray(both[:, 1]))
 
 
 def seed_weights(ent_sim: np.ndarray, seeds: np.ndarray, temperature: float) -> np.ndarray:
