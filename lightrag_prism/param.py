@@ -41,7 +41,7 @@ class PrismQueryParam(QueryParam):
     prism_seed_facts: int = 3
     prism_graph_weight: float = 0.6
     prism_dense_head: int = 1
-    prism_keyword_vectors: bool = True
+    prism_keyword_vectors: bool = False
 
     # --- HippoRAG 2 (hipporag mode); defaults are HippoRAG 2's ---
     linking_top_k: int = 5

@@ -214,10 +214,10 @@ async def test_prism_mode_runs_no_stock_search_and_embeds_once(rag, monkeypatch)
     result = await rag.aquery_data(QUERY, qp("prism"))
     assert result["data"]["chunks"]
     assert len(calls) == 1 and calls[0][0] == QUERY
-    assert embedded == [[QUERY, "Alice Vance", "painting exhibition"]]  # one model call for query + keywords
+    assert embedded == [[QUERY]]  # default: the query vector stands in for the keywords
     embedded.clear()
-    await rag.aquery_data(QUERY, qp("prism", prism_keyword_vectors=False))
-    assert embedded == [[QUERY]]
+    await rag.aquery_data(QUERY, qp("prism", prism_keyword_vectors=True))
+    assert embedded == [[QUERY, "Alice Vance", "painting exhibition"]]  # still one model call
 
 
 async def test_prism_chunk_order_survives_lightrag_and_source_ids_are_restored(rag):
