@@ -36,6 +36,12 @@ class PrismQueryParam(QueryParam):
     seed_temperature: float = 0.1
     enable_recognition: bool = False
     recognition_batch_size: int = 10
+    # prism mode only (docs/prism.md): seeds from entity and fact linking, chunk ranking dense + graph
+    prism_seed_entities: int = 3
+    prism_seed_facts: int = 3
+    prism_graph_weight: float = 0.6
+    prism_dense_head: int = 1
+    prism_keyword_vectors: bool = False
 
     # --- HippoRAG 2 (hipporag mode); HippoRAG 2's settings: linking_top_k=5, passage_node_weight=0.05,
     # hipporag_dense_head=0 (defaults tuned offline on musique_train_100, see docs/hipporag.md) ---
@@ -79,6 +85,11 @@ class PrismQueryParam(QueryParam):
         for name in ("ppr_damping", "hipporag_damping"):
             if not 0.0 < getattr(self, name) < 1.0:
                 raise ValueError(f"{name} must be in (0, 1), got {getattr(self, name)!r}")
+        if not 0.0 <= self.prism_graph_weight <= 1.0:
+            raise ValueError(f"prism_graph_weight must be in [0, 1], got {self.prism_graph_weight!r}")
+        for name in ("prism_seed_entities", "prism_seed_facts", "prism_dense_head"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
+                raise ValueError(f"{name} must be a non-negative integer, got {getattr(self, name)!r}")
         if not isinstance(self.hipporag_dense_head, int) or self.hipporag_dense_head < 0:
             raise ValueError(f"hipporag_dense_head must be a non-negative integer, got {self.hipporag_dense_head!r}")
         if self.seed_temperature <= 0:

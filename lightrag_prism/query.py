@@ -23,13 +23,20 @@ from .retrievers import MODE_MODULES, mode_module
 PRISM_AUGMENT_MODULE = "lightrag_prism.retrievers.prism"
 
 
-def _entity_record(item: ScoredItem) -> dict[str, Any]:
-    return {**item.data, "entity_name": item.id, **item.annotation()}
+SOURCE_FIELD = "source_id"
 
 
-def _relation_record(item: ScoredItem) -> dict[str, Any]:
+def _fields(item: ScoredItem, keep_sources: bool) -> dict[str, Any]:
+    return item.data if keep_sources else {k: v for k, v in item.data.items() if k != SOURCE_FIELD}
+
+
+def _entity_record(item: ScoredItem, keep_sources: bool = True) -> dict[str, Any]:
+    return {**_fields(item, keep_sources), "entity_name": item.id, **item.annotation()}
+
+
+def _relation_record(item: ScoredItem, keep_sources: bool = True) -> dict[str, Any]:
     src, tgt = item.data.get("src_id"), item.data.get("tgt_id")
-    return {"rank": 0, "weight": 1.0, **item.data, "src_tgt": (src, tgt), **item.annotation()}
+    return {"rank": 0, "weight": 1.0, **_fields(item, keep_sources), "src_tgt": (src, tgt), **item.annotation()}
 
 
 def _chunk_record(item: ScoredItem, source: str) -> dict[str, Any]:
@@ -39,13 +46,17 @@ def _chunk_record(item: ScoredItem, source: str) -> dict[str, Any]:
     }
 
 
-def to_stock_search_result(retrieval: Retrieval, query_embedding=None) -> dict[str, Any]:
-    """A Retrieval in the shape of ``_perform_kg_search``'s result."""
+def to_stock_search_result(retrieval: Retrieval, query_embedding=None, keep_sources: bool = True) -> dict[str, Any]:
+    """A Retrieval in the shape of ``_perform_kg_search``'s result.
+
+    ``keep_sources=False`` drops the entities' and relations' ``source_id``: LightRAG's chunk merge then adds no
+    entity/relation chunks of its own and the mode's chunk order is what LightRAG truncates (``annotate`` puts the
+    field back into ``aquery_data`` output)."""
     chunks = [_chunk_record(c, "vector") for c in retrieval.chunks]
     tracking = {c["chunk_id"]: {"source": "C", "frequency": 1, "order": i + 1} for i, c in enumerate(chunks)}
     return {
-        "final_entities": [_entity_record(e) for e in retrieval.entities],
-        "final_relations": [_relation_record(r) for r in retrieval.relations],
+        "final_entities": [_entity_record(e, keep_sources) for e in retrieval.entities],
+        "final_relations": [_relation_record(r, keep_sources) for r in retrieval.relations],
         "vector_chunks": chunks, "chunk_tracking": tracking, "query_embedding": query_embedding,
     }
 
@@ -67,8 +78,9 @@ class PrismHooks:
         if ctx.param.mode in KG_STOCK_MODES:  # stock mode with perspective knobs on
             augment = importlib.import_module(PRISM_AUGMENT_MODULE).augment
             return await augment(ctx, await stock_search())
-        ctx.retrieval = await mode_module(ctx.param.mode).retrieve(ctx)
-        return to_stock_search_result(ctx.retrieval)
+        module = mode_module(ctx.param.mode)
+        ctx.retrieval = await module.retrieve(ctx)
+        return to_stock_search_result(ctx.retrieval, keep_sources=not getattr(module, "OWN_CHUNK_RANKING", False))
 
     async def vector_context(self, original, arguments: dict[str, Any]) -> list[dict]:
         ctx = self.ctx
@@ -92,18 +104,26 @@ def active_hooks(hooks: PrismHooks | None):
         ACTIVE_HOOKS.reset(token)
 
 
+def _restore_source(row: dict[str, Any], item: ScoredItem) -> None:
+    if not row.get(SOURCE_FIELD) and item.data.get(SOURCE_FIELD):
+        row[SOURCE_FIELD] = item.data[SOURCE_FIELD]
+
+
 def annotate(raw_data: dict[str, Any], retrieval: Retrieval) -> dict[str, Any]:
-    """Add each item's score, perspective and path to aquery_data output, and the mode's metadata."""
+    """Add each item's score, perspective and path to aquery_data output, and the mode's metadata (and the
+    ``source_id`` a mode with ``OWN_CHUNK_RANKING`` withheld from LightRAG)."""
     data = raw_data.get("data") or {}
     entities = {e.id: e for e in retrieval.entities}
     relations = {tuple(sorted((r.data.get("src_id", ""), r.data.get("tgt_id", "")))): r for r in retrieval.relations}
     chunks = {c.id: c for c in retrieval.chunks}
     for row in data.get("entities", []):
         if row.get("entity_name") in entities:
+            _restore_source(row, entities[row["entity_name"]])
             row.update(entities[row["entity_name"]].annotation())
     for row in data.get("relationships", []):
         key = tuple(sorted((row.get("src_id", ""), row.get("tgt_id", ""))))
         if key in relations:
+            _restore_source(row, relations[key])
             row.update(relations[key].annotation())
     for row in data.get("chunks", []):
         if row.get("chunk_id") in chunks:

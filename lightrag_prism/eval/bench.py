@@ -82,17 +82,20 @@ def parse_mode_spec(spec: str) -> tuple[str, dict[str, Any]]:
     return mode.strip(), overrides
 
 
-async def _rank_with_mode(rag, mode: str, query: str, lookup: dict[str, str]) -> tuple[list[str], dict]:
-    name, overrides = parse_mode_spec(mode)
-    result = await rag.aquery_data(query, PrismQueryParam(mode=name, enable_rerank=False, **overrides))
+async def _rank_with_mode(rag, mode: str, query: str, lookup: dict[str, str],
+                          overrides: dict | None = None) -> tuple[list[str], dict]:
+    name, knobs = parse_mode_spec(mode)
+    knobs.update(overrides or {})
+    result = await rag.aquery_data(query, PrismQueryParam(mode=name, enable_rerank=False, **knobs))
     chunks = (result.get("data") or {}).get("chunks", [])
     ranked = list(dict.fromkeys(lookup.get(c.get("content", "").strip(), c.get("chunk_id")) for c in chunks))
     return ranked, (result.get("metadata") or {}).get("prism", {})
 
 
-async def evaluate_mode(rag, mode: str, dataset: Dataset, bm25: BM25Index | None,
-                        progress: bool) -> tuple[dict, list[list[str]]]:
-    """Run ``mode`` on every question: (summary metrics, ranked passage ids per question)."""
+async def evaluate_mode(rag, mode: str, dataset: Dataset, bm25: BM25Index | None, progress: bool,
+                        overrides: dict | None = None) -> tuple[dict, list[list[str]]]:
+    """Run ``mode`` on every question: (summary metrics, ranked passage ids per question).
+    ``overrides``: extra ``PrismQueryParam`` fields (e.g. one perspective knob inside a stock mode)."""
     lookup = passage_lookup(dataset)
     retrieved, latencies, fallbacks = [], [], {}
     for question in tqdm(dataset.questions, desc=f"{mode:>10}", unit="q", disable=not progress):
@@ -100,7 +103,7 @@ async def evaluate_mode(rag, mode: str, dataset: Dataset, bm25: BM25Index | None
         if mode == "bm25":
             ranked, meta = [pid for pid, _ in bm25.search(question.text, k=max(KS) * 3)], {}
         else:
-            ranked, meta = await _rank_with_mode(rag, mode, question.text, lookup)
+            ranked, meta = await _rank_with_mode(rag, mode, question.text, lookup, overrides)
         latencies.append((time.perf_counter() - start) * 1000)
         retrieved.append(ranked)
         for fb in meta.get("fallbacks", []):

@@ -1,8 +1,10 @@
 """The ``prism`` mode and the PrismRAG perspectives inside LightRAG's local/global/hybrid/mix.
 
-* ``retrieve(ctx)`` (mode ``"prism"``): LightRAG's hybrid search gives the seeds, the three perspectives expand
-  them (defaults from ``param.resolve_prism_knobs``), and the chunks are a fusion of the dense chunk ranking with
-  the chunks of the seeds, expanded entities and relations ranked by query similarity and graph support.
+* ``retrieve(ctx)`` (mode ``"prism"``): no LightRAG stage-1 search. Seeds come from entity + fact linking on the
+  snapshot's vector matrices (``prism_rank.link_seeds``), the three perspectives expand them (defaults from
+  ``param.resolve_prism_knobs``), and the chunks are the dense chunk ranking fused with graph-propagated chunk
+  relevance (``prism_rank``). Entities/relations reach LightRAG without ``source_id`` (``OWN_CHUNK_RANKING``), so
+  its chunk merge keeps this order.
 * ``augment(ctx, stock_result)``: called by ``query.PrismHooks.kg_search`` for a stock KG mode when a perspective
   knob (or ``enable_recognition``) is on. LightRAG's own items come first, unchanged; expanded entities, relations
   and their source chunks (ranked by query similarity) are appended. LightRAG then applies its token budgets.
@@ -22,9 +24,12 @@ from ..param import resolve_prism_knobs
 from ..result import Retrieval, ScoredItem, relation_id
 from ..snapshot import GraphSnapshot
 from . import prism_expand as px
+from . import prism_rank as pr
 from .recognition import filter_retrieval
 
 KIND = "kg"
+# query.py hands LightRAG our entities/relations without source_id, so its chunk merge keeps our chunk order
+OWN_CHUNK_RANKING = True
 logger = logging.getLogger(__name__)
 STOCK = ("stock",)
 
@@ -155,40 +160,66 @@ async def augment(ctx, stock_result: dict) -> dict:
     return _as_search_result(retrieval, stock_result)
 
 
-async def _prism_chunks(ctx, snap, sig, exp, eids, escores) -> list[ScoredItem]:
-    """Prism mode's chunk ranking: the dense chunk ranking fused (``param.fusion_method``) with the chunks of the
-    seeds, expanded entities and relations ranked by query similarity weighted by their graph support."""
-    cap = _cap(ctx.param)
-    support = px.chunk_support(snap, px.node_scores(snap, exp), eids, escores)
-    cand = np.flatnonzero(support > 0)
-    perspectives: dict[str, tuple[list[str], np.ndarray]] = {}
-    if cand.size:
+def _entity_relevance(snap, exp: px.Expansion) -> np.ndarray:
+    """(N,) entity relevance for the chunk ranking: seed weights, the PPR vector, and the fused scores of the
+    expanded entities (each part normalised to sum 1)."""
+    score = np.zeros(snap.num_nodes)
+    score[exp.seeds] = exp.seed_weights
+    if exp.ppr is not None and exp.ppr.sum() > 0:
+        score += exp.ppr / exp.ppr.sum()
+    if exp.nodes.size and exp.scores.sum() > 0:
+        score[exp.nodes] += exp.scores / exp.scores.sum()
+    return score
+
+
+async def _prism_chunks(ctx, snap, sig, exp) -> list[ScoredItem]:
+    """Dense chunk ranking fused with graph-propagated chunk relevance (see ``prism_rank``)."""
+    param, cap = ctx.param, _cap(ctx.param)
+    dense_hits = await ctx.rag.chunks_vdb.query(ctx.query, top_k=cap, query_embedding=sig.query_vec.tolist())
+    dense = {d["id"]: float(d.get("distance", 0.0)) for d in dense_hits}
+    graph: dict[str, float] = {}
+    if snap.chunk_ids and exp.seeds.size:
+        gscore = pr.graph_chunk_scores(snap, _entity_relevance(snap, exp))
+        top = pr.top_indices(np.where(gscore > 0, gscore, -np.inf), 2 * cap)
+        known = [snap.chunk_index[c] for c in dense if c in snap.chunk_index]
+        cand = np.unique(np.concatenate([top, np.asarray(known, dtype=np.int64)]))
         sims = (await px.chunk_matrix(ctx.rag, snap))[cand] @ sig.query_vec
-        graph = np.maximum(sims, 0.0) * (0.5 + 0.5 * support[cand] / support[cand].max())
-        order = np.lexsort((cand, -graph))[: 2 * cap]
-        perspectives["graph"] = ([snap.chunk_ids[c] for c in cand[order]], graph[order])
-    dense = await ctx.rag.chunks_vdb.query(ctx.query, top_k=cap, query_embedding=sig.query_vec.tolist())
-    if dense:
-        ids = list(dict.fromkeys(d["id"] for d in dense))
-        perspectives["dense"] = (ids, np.asarray([1.0 / (i + 1) for i in range(len(ids))]))
-    fused = px.fuse_ranked(perspectives, ctx.param.fusion_method)
-    if fused is None:
-        return []
-    ranked = [(cid, s, tuple(p.split("+"))) for cid, s, p in zip(fused.ids, fused.scores.tolist(), fused.provenance)]
+        for c, s in zip(cand.tolist(), sims.tolist()):
+            dense.setdefault(snap.chunk_ids[c], float(s))
+        graph = {snap.chunk_ids[c]: float(gscore[c]) for c in cand.tolist()}
+    ranked = pr.fuse_chunk_scores(dense, graph, param.prism_graph_weight, param.prism_dense_head)
     return await _chunk_items(ctx, ranked[:cap])
 
 
+def _linked_items(snap, exp: px.Expansion, fact_ids: np.ndarray, fact_sim: np.ndarray) -> tuple[list, list]:
+    seeds = [_entity_item(snap, v, w, ("seed",)) for v, w in zip(exp.seeds.tolist(), exp.seed_weights.tolist())]
+    facts = [_edge_item(snap, e, float(fact_sim[e]), ("fact",)) for e in fact_ids.tolist()]
+    return seeds, facts
+
+
 async def retrieve(ctx) -> Retrieval:
-    """Mode ``prism``: LightRAG's hybrid search as seeds, all three perspectives on, fused chunk ranking."""
-    stock = await ctx.stock_search()  # an unknown mode string is searched as hybrid by LightRAG's stage 1
-    snap, sig, exp = await _expand(ctx, stock)
-    entities, relations, _ = _stock_items(snap, stock, exp, sig)
-    new_entities, new_relations, eids, escores = _expanded_items(snap, exp, sig, relations, ctx.param.top_k)
+    """Mode ``prism``: entity + fact linking as seeds, all three perspectives on, fused chunk ranking.
+
+    No LightRAG stage-1 search: one embedding call (query, ll and hl keywords), similarities from the snapshot's
+    entity/relation matrices, one chunk vector search."""
+    snap, param = await ctx.snapshot(), ctx.param
+    knobs = resolve_prism_knobs(param)
+    if not param.prism_keyword_vectors:  # the query's own vector stands in for both keyword lists
+        ctx.ll_keywords = ctx.hl_keywords = ""
+    sig = await px.query_signals(ctx, snap)
+    fact_sim = sig.fact_sim
+    seeds, weights, fact_ids = pr.link_seeds(snap, sig.ent_sim, fact_sim, param.prism_seed_entities,
+                                             param.prism_seed_facts)
+    exp = px.expand(snap, ctx.rag._snapshots.previous, seeds, sig, knobs, param, weights=weights)
+    ctx.retrieval.metadata["expansion"] = {"knobs": knobs, "seeds": int(seeds.size), "found": exp.counts,
+                                           "expanded_entities": int(exp.nodes.size), "linked_facts": int(fact_ids.size)}
+    seed_items, fact_items = _linked_items(snap, exp, fact_ids, fact_sim)
+    new_entities, new_relations, _, _ = _expanded_items(snap, exp, sig, fact_items, param.top_k)
     retrieval = ctx.retrieval
-    retrieval.entities = entities + new_entities
-    retrieval.relations = relations + new_relations
-    retrieval.chunks = await _prism_chunks(ctx, snap, sig, exp, eids, escores)
-    if ctx.param.enable_recognition:
+    retrieval.entities = seed_items + new_entities
+    retrieval.relations = fact_items + new_relations
+    retrieval.chunks = await _prism_chunks(ctx, snap, sig, exp)
+    if param.enable_recognition:
         await filter_retrieval(ctx, retrieval)
     return retrieval
 

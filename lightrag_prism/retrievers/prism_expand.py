@@ -48,6 +48,7 @@ class QuerySignals:
     ent_sim: np.ndarray
     rel_sim: np.ndarray
     query_vec: np.ndarray
+    fact_sim: np.ndarray | None = None  # cos(relation e, query), computed in the same pass as rel_sim
 
 
 @dataclass
@@ -61,6 +62,7 @@ class Expansion:
     found_by: list[tuple[str, ...]] = field(default_factory=list)
     paths: dict[int, tuple[int, ...]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
+    ppr: np.ndarray | None = None  # the full PPR vector (seeds included) when PPR ran
 
 
 async def query_signals(ctx, snap: GraphSnapshot) -> QuerySignals:
@@ -68,7 +70,10 @@ async def query_signals(ctx, snap: GraphSnapshot) -> QuerySignals:
     texts = [ctx.query, ctx.ll_keywords or ctx.query, ctx.hl_keywords or ctx.query]
     vecs = await ctx.embed(texts)
     ent, rel = await entity_and_relation_matrices(ctx.rag, snap)
-    return QuerySignals(ent @ vecs[1], rel @ vecs[2] if len(rel) else np.zeros(0, np.float32), vecs[0])
+    if not len(rel):
+        return QuerySignals(ent @ vecs[1], np.zeros(0, np.float32), vecs[0], np.zeros(0, np.float32))
+    both = rel @ np.stack([vecs[2], vecs[0]], axis=1)  # one pass over the relation matrix for hl and query
+    return QuerySignals(ent @ vecs[1], np.ascontiguousarray(both[:, 0]), vecs[0], np.ascontiguousarray(both[:, 1]))
 
 
 def seed_weights(ent_sim: np.ndarray, seeds: np.ndarray, temperature: float) -> np.ndarray:
@@ -145,9 +150,12 @@ def fuse_ranked(perspectives: dict[str, tuple[list, np.ndarray]], method: str):
     return reciprocal_rank_fusion({name: ids for name, (ids, _) in named.items()})
 
 
-def expand(snap: GraphSnapshot, previous, seeds: np.ndarray, sig: QuerySignals, knobs: dict, param) -> Expansion:
-    """Run the perspectives that are on and fuse them (seeds are never returned as expanded nodes)."""
-    weights = seed_weights(sig.ent_sim, seeds, param.seed_temperature)
+def expand(snap: GraphSnapshot, previous, seeds: np.ndarray, sig: QuerySignals, knobs: dict, param,
+           weights: np.ndarray | None = None) -> Expansion:
+    """Run the perspectives that are on and fuse them (seeds are never returned as expanded nodes).
+    ``weights``: the seeds' weights (default: softmax of their ll-keyword similarity, :func:`seed_weights`)."""
+    if weights is None:
+        weights = seed_weights(sig.ent_sim, seeds, param.seed_temperature)
     out = Expansion(seeds=seeds, seed_weights=weights)
     if seeds.size == 0 or snap.num_nodes == 0:
         return out
@@ -159,8 +167,8 @@ def expand(snap: GraphSnapshot, previous, seeds: np.ndarray, sig: QuerySignals, 
             top_neighbors=knobs["top_neighbors"], threshold=param.multi_hop_relevance_threshold)
         found["multihop"] = (multihop.nodes, multihop.scores)
     if knobs["top_ppr_nodes"] > 0 and snap.adj.nnz:
-        scores = ppr_scores(snap, seeds, weights, sig.rel_sim, param.ppr_damping)
-        found["ppr"] = top_non_seed(scores, seeds, knobs["top_ppr_nodes"])
+        out.ppr = ppr_scores(snap, seeds, weights, sig.rel_sim, param.ppr_damping)
+        found["ppr"] = top_non_seed(out.ppr, seeds, knobs["top_ppr_nodes"])
     if knobs["top_fastrp_nodes"] > 0 and snap.adj.nnz:
         sims = fastrp_similarity(fastrp_matrix(snap, previous), seeds, np.maximum(weights, 1e-12))
         found["fastrp"] = top_non_seed(sims, seeds, knobs["top_fastrp_nodes"])

@@ -23,6 +23,11 @@ def qp(mode: str, **kw) -> QueryParam:
     return QueryParam(mode=mode, ll_keywords=LL, hl_keywords=HL, top_k=2, enable_rerank=False, **kw)
 
 
+def qp_one_seed(**kw) -> QueryParam:
+    """The prism mode seeded by the best ll-keyword entity only (Alice Vance): what it finds beyond is expansion."""
+    return qp("prism", prism_seed_entities=1, prism_seed_facts=0, **kw)
+
+
 def names(result: dict) -> list[str]:
     return [e["entity_name"] for e in result["data"]["entities"]]
 
@@ -51,7 +56,7 @@ async def test_knobs_off_is_stock_lightrag(rag, monkeypatch):
 
 async def test_prism_finds_two_hop_entity_and_its_chunk_that_hybrid_misses(rag):
     hybrid = await rag.aquery_data(QUERY, qp("hybrid"))
-    result = await rag.aquery_data(QUERY, qp("prism"))
+    result = await rag.aquery_data(QUERY, qp_one_seed())
     assert "Blue River" not in names(hybrid) and chunk_id_of("c_blue") not in chunk_ids(hybrid)
     assert "Blue River" in names(result)
     assert chunk_id_of("c_blue") in chunk_ids(result)
@@ -60,23 +65,22 @@ async def test_prism_finds_two_hop_entity_and_its_chunk_that_hybrid_misses(rag):
 
 
 async def test_every_item_has_score_and_found_by(rag):
-    result = await rag.aquery_data(QUERY, qp("prism"))
+    result = await rag.aquery_data(QUERY, qp_one_seed())
     data = result["data"]
     for row in data["entities"] + data["relationships"] + data["chunks"]:
         assert isinstance(row["score"], float) and row["found_by"], row
     blue = next(e for e in data["entities"] if e["entity_name"] == "Blue River")
     assert set(blue["found_by"].split("+")) <= {"multihop", "ppr", "fastrp"}
-    stock_names = names(await rag.aquery_data(QUERY, qp("hybrid")))
-    assert [e["entity_name"] for e in data["entities"] if e["found_by"] == "stock"] == stock_names
+    assert [e["entity_name"] for e in data["entities"] if e["found_by"] == "seed"] == ["Alice Vance"]
     assert result["metadata"]["prism"]["expansion"]["found"]["ppr"] > 0
 
 
 async def test_multihop_paths_lead_back_to_a_seed_along_graph_edges(rag):
-    result = await rag.aquery_data(QUERY, qp("prism", multi_hop_relevance_threshold=0.0, top_ppr_nodes=0,
-                                             top_fastrp_nodes=0))
+    result = await rag.aquery_data(QUERY, qp_one_seed(multi_hop_relevance_threshold=0.0, top_ppr_nodes=0,
+                                                      top_fastrp_nodes=0))
     snap = await rag.graph_snapshot()
     edges = snap.edge_index()
-    seeds = set(names(await rag.aquery_data(QUERY, qp("hybrid"))))
+    seeds = {"Alice Vance"}
     with_path = [e for e in result["data"]["entities"] if e.get("path")]
     assert with_path
     for row in with_path:
@@ -108,8 +112,8 @@ async def test_score_fusion_and_single_perspectives(rag):
         perspective = {"top_ppr_nodes": "ppr", "top_fastrp_nodes": "fastrp", "max_hop": "multihop"}[next(iter(knobs))]
         expanded = [e for e in result["data"]["entities"] if e["found_by"] != "stock"]
         assert expanded and all(e["found_by"] == perspective for e in expanded)
-    fused = await rag.aquery_data(QUERY, qp("prism", fusion_method="score"))
-    scores = [e["score"] for e in fused["data"]["entities"] if e["found_by"] != "stock"]
+    fused = await rag.aquery_data(QUERY, qp_one_seed(fusion_method="score"))
+    scores = [e["score"] for e in fused["data"]["entities"] if e["found_by"] != "seed"]
     assert scores == sorted(scores, reverse=True) and max(scores) <= 3.0 + 1e-9
 
 
@@ -181,3 +185,59 @@ async def test_prism_runs_on_a_storage_with_only_the_public_graph_api(rag):
     result = await rag.aquery_data(QUERY, qp("prism"))
     assert {"get_all_nodes", "get_all_edges"} <= double.calls
     assert names(result) == names(expected) and chunk_ids(result) == chunk_ids(expected)
+
+
+async def test_prism_mode_runs_no_stock_search_and_embeds_once(rag, monkeypatch):
+    async def no_vdb_search(*_, **__):
+        raise AssertionError("the prism mode must not run LightRAG's entity/relation vector search")
+
+    monkeypatch.setattr(rag.entities_vdb, "query", no_vdb_search)
+    monkeypatch.setattr(rag.relationships_vdb, "query", no_vdb_search)
+    from lightrag_prism.context import QueryContext
+
+    calls = []
+    original = QueryContext.embed
+
+    async def counting(self, texts):
+        calls.append(list(texts))
+        return await original(self, texts)
+
+    monkeypatch.setattr(QueryContext, "embed", counting)
+    embedded = []
+    inner = rag.embedding_func.func
+
+    async def recording(texts, **kw):
+        embedded.append(list(texts))
+        return await inner(texts, **kw)
+
+    monkeypatch.setattr(rag.embedding_func, "func", recording)
+    result = await rag.aquery_data(QUERY, qp("prism"))
+    assert result["data"]["chunks"]
+    assert len(calls) == 1 and calls[0][0] == QUERY
+    assert embedded == [[QUERY]]  # default: the query vector stands in for the keywords
+    embedded.clear()
+    await rag.aquery_data(QUERY, qp("prism", prism_keyword_vectors=True))
+    assert embedded == [[QUERY, "Alice Vance", "painting exhibition"]]  # still one model call
+
+
+async def test_prism_chunk_order_survives_lightrag_and_source_ids_are_restored(rag):
+    result = await rag.aquery_data(QUERY, qp("prism", chunk_top_k=5))
+    chunks = result["data"]["chunks"]
+    assert all(set(c["found_by"].split("+")) <= {"dense", "graph"} for c in chunks)
+    assert chunks[0]["found_by"].startswith("dense")  # prism_dense_head=1
+    scores = [c["score"] for c in chunks]
+    assert scores == sorted(scores, reverse=True)  # prism's order, not LightRAG's round robin
+    snap = await rag.graph_snapshot()
+    for row in result["data"]["entities"]:
+        expected = snap.node_data[snap.node_index[row["entity_name"]]]["source_id"]
+        assert row["source_id"] == expected
+    assert all(r["source_id"] for r in result["data"]["relationships"])
+
+
+async def test_prism_graph_weight_moves_the_two_hop_chunk(rag):
+    dense_only = await rag.aquery_data(QUERY, qp_one_seed(prism_graph_weight=0.0, prism_dense_head=0))
+    graph_heavy = await rag.aquery_data(QUERY, qp_one_seed(prism_graph_weight=1.0, prism_dense_head=0))
+    blue = chunk_id_of("c_blue")
+    dense_rank = chunk_ids(dense_only).index(blue) if blue in chunk_ids(dense_only) else 99
+    assert chunk_ids(graph_heavy).index(blue) <= dense_rank
+    assert chunk_ids(graph_heavy)[0] in (chunk_id_of("c_alice"), blue)
