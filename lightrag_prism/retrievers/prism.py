@@ -235,13 +235,9 @@ def _record(item: ScoredItem) -> dict[str, Any]:
 
 
 def _as_search_result(retrieval: Retrieval, stock: dict) -> dict:
-    stock_chunk_ids = {c.get("chunk_id") or c.get("id") for c in stock["vector_chunks"]}
-    by_id = {c.get("chunk_id") or c.get("id"): c for c in stock["vector_chunks"]}
-    tracking = dict(stock["chunk_tracking"])
-    chunks = []
-    for i, item in enumerate(retrieval.chunks):
-        chunks.append(by_id[item.id] if item.id in stock_chunk_ids else _record(item))
-        tracking.setdefault(item.id, {"source": "C", "frequency": 1, "order": i + 1})
+    """The augmented stage-1 result. Expanded chunks are NOT put among ``vector_chunks``: LightRAG's chunk merge
+    puts vector chunks first, which would push the expansion ahead of the stock entities' own chunks. The expanded
+    entities and relations keep their ``source_id``, so LightRAG brings their chunks in after the stock ones,
+    ranked by query similarity (``kg_chunk_pick_method``)."""
     return {**stock, "final_entities": [_record(e) for e in retrieval.entities],
-            "final_relations": [_record(r) for r in retrieval.relations],
-            "vector_chunks": chunks, "chunk_tracking": tracking}
+            "final_relations": [_record(r) for r in retrieval.relations]}
