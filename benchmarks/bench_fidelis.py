@@ -32,9 +32,8 @@ sys.path.insert(0, str(ROOT))
 
 from lightrag_prism import PrismRAG  # noqa: E402
 from lightrag_prism.backends import local_embedding_func  # noqa: E402
-from lightrag_prism.eval.datasets import load_cr_lt_kgqa, load_musique  # noqa: E402
-from lightrag_prism.eval.index import index_passages, openie_replay_llm, passage_lookup  # noqa: E402
-from lightrag_prism.eval.metrics import recall_at_k  # noqa: E402
+from lightrag_prism.eval.datasets import load_cr_lt_kgqa  # noqa: E402
+from lightrag_prism.eval.bench import evaluate_mode, load_dataset, open_index  # noqa: E402
 from lightrag_prism.param import PrismQueryParam  # noqa: E402
 from lightrag_prism.retrievers.fidelis_scoring import HopScorer  # noqa: E402
 from lightrag_prism.vectors import entity_and_relation_matrices  # noqa: E402
@@ -202,28 +201,18 @@ async def crlt_llm_calls(questions, n: int) -> dict:
 
 
 # --- MuSiQue --------------------------------------------------------------------------------------------------------
-async def musique(n_questions: int) -> dict:
-    """Recall on the first ``n_questions`` questions over the union of their candidate paragraphs."""
-    dataset = load_musique().subset(n_questions)
-    rag = PrismRAG(working_dir=str(CACHE / "musique"), workspace=f"musique_q{n_questions}",
-                   embedding_func=local_embedding_func(), embedding_batch_num=128,
-                   embedding_func_max_async=1, default_embedding_timeout=900,
-                   llm_model_func=openie_replay_llm(dataset))
-    await rag.initialize_storages()
-    await index_passages(rag, dataset, progress=False)
-    lookup = passage_lookup(dataset)
+async def musique(n_questions: int, working_dir: str) -> dict:
+    """Recall of fidelis vs naive (the bench's index and evaluation) and fidelis's median beam-step time."""
+    dataset = load_dataset("musique", n_questions)
+    rag = await open_index(dataset, Path(working_dir) / f"{dataset.name}-{len(dataset.passages)}", progress=False)
     out: dict = {"questions": len(dataset.questions), "passages": len(dataset.passages)}
     for mode in ("naive", "fidelis"):
-        retrieved, seconds = [], []
-        for q in dataset.questions:
-            t0 = time.perf_counter()
-            data = await rag.aquery_data(q.text, PrismQueryParam(mode=mode, chunk_top_k=10, enable_rerank=False))
-            seconds.append(time.perf_counter() - t0)
-            chunks = (data.get("data") or {}).get("chunks", [])
-            retrieved.append([lookup.get(c.get("content", "").strip(), c.get("chunk_id")) for c in chunks])
-        gold = [q.gold_passage_ids for q in dataset.questions]
-        out[mode] = {"recall@5": recall_at_k(gold, retrieved, 5), "recall@2": recall_at_k(gold, retrieved, 2),
-                     "median_query_ms": 1000 * statistics.median(seconds)}
+        out[mode], _ = await evaluate_mode(rag, mode, dataset, None, progress=False)
+    steps = []
+    for q in dataset.questions:
+        data = await rag.aquery_data(q.text, PrismQueryParam(mode="fidelis", enable_rerank=False))
+        steps += data.get("metadata", {}).get("prism", {}).get("step_seconds", [])
+    out["fidelis_median_step_ms"] = 1000 * statistics.median(steps) if steps else None
     await rag.finalize_storages()
     return out
 
@@ -233,6 +222,7 @@ async def main() -> None:
     parser.add_argument("--part", choices=("crlt", "musique", "all"), default="all")
     parser.add_argument("--llm-questions", type=int, default=30)
     parser.add_argument("--musique-questions", type=int, default=100)
+    parser.add_argument("--working-dir", default="prism_storage/bench", help="the index lightrag-prism bench uses")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     results: dict = {}
@@ -247,7 +237,7 @@ async def main() -> None:
         await rag.finalize_storages()
         results["cr_lt_kgqa"].update(await crlt_llm_calls(questions, args.llm_questions))
     if args.part in ("musique", "all"):
-        results["musique_train_100"] = await musique(args.musique_questions)
+        results["musique_train_100"] = await musique(args.musique_questions, args.working_dir)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"fidelis_{args.part}.json").write_text(json.dumps(results, indent=2))
     print(json.dumps(results, indent=2))
