@@ -89,11 +89,19 @@ def _named_arguments(func, args, kwargs) -> dict[str, Any]:
     return dict(bound.arguments)
 
 
-def _wrap(module, name: str, hook_name: str) -> None:
+def wrap_once(module, name: str, make_wrapper) -> None:
+    """Replace ``module.name`` by ``make_wrapper(original)`` unless it is already our wrapper (idempotent)."""
     original = getattr(module, name)
     if getattr(original, "_lightrag_prism_wrapped", False):
         return
+    wrapper = make_wrapper(original)
+    wrapper.__wrapped__ = original
+    wrapper.__name__ = name
+    wrapper._lightrag_prism_wrapped = True
+    setattr(module, name, wrapper)
 
+
+def _hooked(original, hook_name: str):
     async def wrapper(*args, **kwargs):
         hooks = ACTIVE_HOOKS.get()
         if hooks is None:
@@ -104,10 +112,7 @@ def _wrap(module, name: str, hook_name: str) -> None:
 
         return await getattr(hooks, hook_name)(call_original, _named_arguments(original, args, kwargs))
 
-    wrapper.__wrapped__ = original
-    wrapper.__name__ = name
-    wrapper._lightrag_prism_wrapped = True
-    setattr(module, name, wrapper)
+    return wrapper
 
 
 def install() -> None:
@@ -115,8 +120,8 @@ def install() -> None:
     check_lightrag()
     from lightrag import operate
 
-    _wrap(operate, "_perform_kg_search", "kg_search")
-    _wrap(operate, "_get_vector_context", "vector_context")
+    wrap_once(operate, "_perform_kg_search", lambda original: _hooked(original, "kg_search"))
+    wrap_once(operate, "_get_vector_context", lambda original: _hooked(original, "vector_context"))
 
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Awaitable, Callable
 
-from . import PRIVATE_SYMBOLS, check_symbol
+from . import PRIVATE_SYMBOLS, check_symbol, wrap_once
 
 _SYMBOLS = [
     ("lightrag.lightrag", "LightRAG._process_extract_entities", 5),
@@ -77,12 +77,7 @@ def register_summary_hook(hook: SummaryHook) -> None:
     _summary_hook[:] = [hook]
 
 
-def _wrap_summary() -> None:
-    from lightrag import operate
-
-    original = operate._handle_entity_relation_summary
-    if getattr(original, "_lightrag_prism_wrapped", False):
-        return
+def _summary_wrapper(original):
     signature = inspect.signature(original)
 
     async def wrapper(*args, **kwargs):
@@ -93,10 +88,7 @@ def _wrap_summary() -> None:
             return await original(*args, **kwargs)
         return await _summary_hook[0](original, arguments)
 
-    wrapper.__wrapped__ = original
-    wrapper.__name__ = "_handle_entity_relation_summary"
-    wrapper._lightrag_prism_wrapped = True
-    operate._handle_entity_relation_summary = wrapper
+    return wrapper
 
 
 _rebuild_hook: list[Callable] = []
@@ -107,13 +99,7 @@ def register_rebuild_hook(hook: Callable) -> None:
     _rebuild_hook[:] = [hook]
 
 
-def _wrap_rebuild() -> None:
-    from lightrag import operate
-
-    original = operate._rebuild_from_extraction_result
-    if getattr(original, "_lightrag_prism_wrapped", False):
-        return
-
+def _rebuild_wrapper(original):
     async def wrapper(text_chunks_storage, extraction_result, chunk_id, timestamp, chunk_data=None):
         nodes, edges = await original(text_chunks_storage, extraction_result, chunk_id, timestamp, chunk_data)
         config = getattr(text_chunks_storage, "global_config", None) or {}
@@ -123,10 +109,7 @@ def _wrap_rebuild() -> None:
             chunk_data = await text_chunks_storage.get_by_id(chunk_id)
         return await _rebuild_hook[0](text_chunks_storage, chunk_id, chunk_data or {}, nodes, edges)
 
-    wrapper.__wrapped__ = original
-    wrapper.__name__ = "_rebuild_from_extraction_result"
-    wrapper._lightrag_prism_wrapped = True
-    operate._rebuild_from_extraction_result = wrapper
+    return wrapper
 
 
 def install_extract_hook(cls: type) -> None:
@@ -158,5 +141,11 @@ def run_sync(rag, coro_factory: Callable[[], Awaitable[Any]], name: str) -> Any:
                      owning_loop=getattr(rag, "_owning_loop", None))
 
 
-_wrap_summary()
-_wrap_rebuild()
+def _install() -> None:
+    from lightrag import operate
+
+    wrap_once(operate, "_handle_entity_relation_summary", _summary_wrapper)
+    wrap_once(operate, "_rebuild_from_extraction_result", _rebuild_wrapper)
+
+
+_install()
