@@ -13,7 +13,6 @@ import argparse
 import asyncio
 import logging
 import time
-from pathlib import Path
 
 from .bench import default_modes, markdown_table, run_bench
 

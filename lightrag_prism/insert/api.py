@@ -8,9 +8,7 @@
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ from lightrag.chunker.token_size import chunking_by_token_size
 
 from .. import patches
 from .entity_types import discover_entity_types, load_state, read_folder, state_dir
+from .jsonfile import read_json, write_json_atomic
 from .merging import agentic_merge, roll_forward
 from .pipeline import InsertHooks, content_key, make_prism_chunker
 from .timestamps import validate_timestamps
@@ -44,18 +43,12 @@ def _timestamps_path(rag) -> Path:
 
 def save_doc_timestamps(rag) -> None:
     """Persist content key → timestamp, so a document retried by a later process keeps its timestamp."""
-    path = _timestamps_path(rag)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(rag._prism_insert_hooks.timestamps, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, path)
+    write_json_atomic(_timestamps_path(rag), rag._prism_insert_hooks.timestamps)
 
 
 def restore_insert_state(rag) -> None:
     """After ``LightRAG.__post_init__``: reload document timestamps and discovered entity types."""
-    path = _timestamps_path(rag)
-    if path.exists():
-        rag._prism_insert_hooks.timestamps.update(json.loads(path.read_text(encoding="utf-8")))
+    rag._prism_insert_hooks.timestamps.update(read_json(_timestamps_path(rag), {}))
     restore_entity_types(rag)
 
 

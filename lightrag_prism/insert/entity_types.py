@@ -31,6 +31,7 @@ from typing import Any
 from lightrag.prompt import PROMPTS
 
 from ..llm import cached_llm_call, parse_json_answer
+from .jsonfile import write_json_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -136,11 +137,7 @@ def load_state(working_dir: str) -> dict[str, Any] | None:
 
 
 def save_state(working_dir: str, state: dict[str, Any]) -> None:
-    path = Path(working_dir) / STATE_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(state, ensure_ascii=False, indent=2), encoding="utf-8")
-    os.replace(tmp, path)
+    write_json_atomic(Path(working_dir) / STATE_FILE, state)
 
 
 def base_guidance_of(rag, state: dict[str, Any] | None) -> str:

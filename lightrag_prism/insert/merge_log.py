@@ -26,7 +26,6 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -34,6 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from .jsonfile import write_json_atomic
 from .union_find import Cluster, pair_key
 
 logger = logging.getLogger(__name__)
@@ -71,20 +71,6 @@ class JournalEntry:
     state: str  # "pending" or "done"
     started_at: float
     completed_at: float | None = None
-
-
-def _atomic_write_json(path: Path, payload: Any) -> None:
-    """Write ``payload`` to ``path`` via a temp file + fsync + ``os.replace``."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(payload, handle, ensure_ascii=False, indent=1)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _cluster_fields(cluster: Cluster | Mapping[str, Any]) -> tuple[str, list[str], str]:
@@ -133,7 +119,7 @@ class MergeLog:
             "journal": [asdict(e) for e in self._journal.values()],
         }
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write_json(self.path, payload)
+        write_json_atomic(self.path, payload)
 
     # ----------------------------------------------------------------- decisions
 

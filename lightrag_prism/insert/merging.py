@@ -18,9 +18,7 @@ Pipeline (:func:`agentic_merge`):
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -31,6 +29,7 @@ from ..llm import cached_llm_call, parse_json_answer
 from ..vectors import entity_matrix
 from .ann import ivf_topk_cosine
 from .entity_types import state_dir
+from .jsonfile import read_json, write_json_atomic
 from .merge_apply import apply_merge, plan_merge
 from .merge_log import MergeLog, description_hash
 from .union_find import merge_clusters
@@ -141,13 +140,10 @@ class PlanStore:
         self.path = Path(directory) / PLANS_FILE
 
     def load(self) -> dict[str, Any]:
-        return json.loads(self.path.read_text(encoding="utf-8")) if self.path.exists() else {}
+        return read_json(self.path, {})
 
     def _write(self, plans: dict[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(plans, ensure_ascii=False), encoding="utf-8")
-        os.replace(tmp, self.path)
+        write_json_atomic(self.path, plans)
 
     def put(self, cluster_id: str, plan: dict) -> None:
         self._write({**self.load(), cluster_id: plan})

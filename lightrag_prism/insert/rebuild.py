@@ -16,11 +16,11 @@ re-applies the chunk's timestamp and renames entities through the alias map that
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from .. import patches
+from .jsonfile import read_json, write_json_atomic
 from .pipeline import TIMESTAMP_FIELD
 from .timestamps import prefix_description
 
@@ -28,8 +28,7 @@ ALIAS_FILE = "prism_entity_aliases.json"
 
 
 def load_aliases(directory: str) -> dict[str, str]:
-    path = Path(directory) / ALIAS_FILE
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    return read_json(Path(directory) / ALIAS_FILE, {})
 
 
 def resolve(aliases: dict[str, str], name: str) -> str:
@@ -46,11 +45,7 @@ def add_aliases(directory: str, members: list[str], canonical: str) -> None:
     aliases.pop(canonical, None)  # a name that becomes canonical again is no longer an alias
     aliases.update({m: canonical for m in members if m != canonical})
     aliases = {a: resolve(aliases, t) for a, t in aliases.items()}
-    path = Path(directory) / ALIAS_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(aliases, ensure_ascii=False, indent=1), encoding="utf-8")
-    os.replace(tmp, path)
+    write_json_atomic(Path(directory) / ALIAS_FILE, aliases)
 
 
 def _storage_dir(storage) -> str:
