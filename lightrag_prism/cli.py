@@ -27,7 +27,8 @@ class CLIError(Exception):
     """A user error reported as one line, without a traceback."""
 
 
-def collect_files(paths: list[str]) -> list[Path]:
+def collect_files(paths: list[str]) -> list[tuple[Path, str]]:
+    """The non-empty text files under ``paths``, with their content (read once)."""
     files: list[Path] = []
     for raw in paths:
         path = Path(raw)
@@ -37,7 +38,7 @@ def collect_files(paths: list[str]) -> list[Path]:
             files += sorted(p for p in path.rglob("*") if p.suffix.lower() in TEXT_SUFFIXES and p.is_file())
         else:
             files.append(path)
-    texts = [f for f in files if f.read_text(encoding="utf-8", errors="replace").strip()]
+    texts = [(f, text) for f in files if (text := f.read_text(encoding="utf-8", errors="replace")).strip()]
     if not texts:
         raise CLIError(f"Nothing to index: no non-empty {'/'.join(TEXT_SUFFIXES)} files in {', '.join(paths)}")
     return texts
@@ -61,8 +62,8 @@ async def cmd_index(args) -> None:
               "co-occurrence). For LLM extraction:\n" + LLM_SETUP_HINT, file=sys.stderr)
     await rag.initialize_storages()
     try:
-        for path in tqdm(files, desc="indexing", unit="file"):
-            await rag.ainsert(path.read_text(encoding="utf-8", errors="replace"), file_paths=[str(path)])
+        for path, text in tqdm(files, desc="indexing", unit="file"):
+            await rag.ainsert(text, file_paths=[str(path)])
         snapshot = await rag.graph_snapshot()
         print(f"Indexed {len(files)} file(s) into {args.working_dir}: "
               f"{snapshot.num_nodes} entities, {snapshot.num_edges} relations")

@@ -21,9 +21,9 @@ from ..errors import LLMNotConfiguredError
 from ..keywords import extract_keywords
 
 OFFLINE_MODEL_NAME = "lightrag-prism-offline"
-_TUPLE_DELIMITER = "<|#|>"
-_COMPLETE = "<|COMPLETE|>"
-_FENCED_INPUT = re.compile(r"---Input Text---\s*```\n?(.*?)```", re.DOTALL)
+TUPLE_DELIMITER = "<|#|>"
+COMPLETE = "<|COMPLETE|>"
+FENCED_INPUT = re.compile(r"---Input Text---\s*```\n?(.*?)```", re.DOTALL)
 _FENCED_DESCRIPTIONS = re.compile(r"Description List:\s*```\n?(.*?)```", re.DOTALL)
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _ENTITY = re.compile(r"\b[A-Z][\w'’\-]*(?:\s+(?:of|the|de|and|for)?\s*[A-Z][\w'’\-]*)*")
@@ -42,12 +42,12 @@ def heuristic_extraction(text: str) -> str:
                 entities.setdefault(name, sentence)
         for a, b in itertools.combinations([n for n in names if n in entities], 2):
             relations.setdefault((a, b), sentence)
-    rows = [f"entity{_TUPLE_DELIMITER}{n}{_TUPLE_DELIMITER}concept{_TUPLE_DELIMITER}{d}" for n, d in entities.items()]
+    rows = [f"entity{TUPLE_DELIMITER}{n}{TUPLE_DELIMITER}concept{TUPLE_DELIMITER}{d}" for n, d in entities.items()]
     rows += [
-        f"relation{_TUPLE_DELIMITER}{a}{_TUPLE_DELIMITER}{b}{_TUPLE_DELIMITER}co-occurrence{_TUPLE_DELIMITER}{d}"
+        f"relation{TUPLE_DELIMITER}{a}{TUPLE_DELIMITER}{b}{TUPLE_DELIMITER}co-occurrence{TUPLE_DELIMITER}{d}"
         for (a, b), d in relations.items()
     ]
-    return "\n".join(rows + [_COMPLETE])
+    return "\n".join(rows + [COMPLETE])
 
 
 def _joined_descriptions(prompt: str) -> str:
@@ -68,8 +68,8 @@ async def offline_llm_complete(prompt: str, system_prompt: str | None = None, hi
     """LightRAG-compatible LLM function that works without any model (see module docstring)."""
     system = system_prompt or ""
     if "Based on the last extraction task" in prompt:
-        return json.dumps({"entities": [], "relationships": []}) if "JSON Contract" in system else _COMPLETE
-    match = _FENCED_INPUT.search(prompt)
+        return json.dumps({"entities": [], "relationships": []}) if "JSON Contract" in system else COMPLETE
+    match = FENCED_INPUT.search(prompt)
     if match and "Knowledge Graph Specialist" in system:
         if "JSON Contract" in system:
             raise LLMNotConfiguredError("JSON-mode entity extraction")

@@ -83,10 +83,8 @@ def parse_mode_spec(spec: str) -> tuple[str, dict[str, Any]]:
 
 
 async def _rank_with_mode(rag, mode: str, query: str, lookup: dict[str, str],
-                          overrides: dict | None = None) -> tuple[list[str], dict]:
-    name, knobs = parse_mode_spec(mode)
-    knobs.update(overrides or {})
-    result = await rag.aquery_data(query, PrismQueryParam(mode=name, enable_rerank=False, **knobs))
+                          knobs: dict) -> tuple[list[str], dict]:
+    result = await rag.aquery_data(query, PrismQueryParam(mode=mode, enable_rerank=False, **knobs))
     chunks = (result.get("data") or {}).get("chunks", [])
     ranked = list(dict.fromkeys(lookup.get(c.get("content", "").strip(), c.get("chunk_id")) for c in chunks))
     return ranked, (result.get("metadata") or {}).get("prism", {})
@@ -97,13 +95,15 @@ async def evaluate_mode(rag, mode: str, dataset: Dataset, bm25: BM25Index | None
     """Run ``mode`` on every question: (summary metrics, ranked passage ids per question).
     ``overrides``: extra ``PrismQueryParam`` fields (e.g. one perspective knob inside a stock mode)."""
     lookup = passage_lookup(dataset)
+    name, knobs = parse_mode_spec(mode) if mode != "bm25" else (mode, {})
+    knobs.update(overrides or {})
     retrieved, latencies, fallbacks = [], [], {}
     for question in tqdm(dataset.questions, desc=f"{mode:>10}", unit="q", disable=not progress):
         start = time.perf_counter()
         if mode == "bm25":
             ranked, meta = [pid for pid, _ in bm25.search(question.text, k=max(KS) * 3)], {}
         else:
-            ranked, meta = await _rank_with_mode(rag, mode, question.text, lookup, overrides)
+            ranked, meta = await _rank_with_mode(rag, name, question.text, lookup, knobs)
         latencies.append((time.perf_counter() - start) * 1000)
         retrieved.append(ranked)
         for fb in meta.get("fallbacks", []):

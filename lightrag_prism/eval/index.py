@@ -18,14 +18,13 @@ from collections import defaultdict
 
 from tqdm.auto import tqdm
 
-from ..backends.offline_llm import offline_llm_complete
+from ..backends.offline_llm import COMPLETE, FENCED_INPUT, TUPLE_DELIMITER, offline_llm_complete
 from .datasets import Dataset, OpenIE
 
 logger = logging.getLogger(__name__)
 
 PASSAGE_SEPARATOR = "\n\n<|passage|>\n\n"
-_FENCED_INPUT = re.compile(r"---Input Text---\s*```\n?(.*?)```", re.DOTALL)
-_DELIM = "<|#|>"
+_DELIM = TUPLE_DELIMITER
 _BAD_CHARS = re.compile(r"[<>|\n\r\t]+")
 
 
@@ -47,15 +46,15 @@ def openie_rows(openie: OpenIE) -> str:
         relations.append(f"relation{_DELIM}{s}{_DELIM}{o}{_DELIM}{p or 'related to'}{_DELIM}{fact}")
     names = list(dict.fromkeys([_clean(e) for e in openie.entities] + list(facts)))
     entities = [f"entity{_DELIM}{n}{_DELIM}concept{_DELIM}{' '.join(facts.get(n, [])) or n}" for n in names if n]
-    return "\n".join(entities + relations + ["<|COMPLETE|>"])
+    return "\n".join(entities + relations + [COMPLETE])
 
 
 def openie_replay_llm(dataset: Dataset):
     """An ``llm_model_func`` answering extraction prompts from the dataset's OpenIE (offline stand-in otherwise)."""
-    by_content = {p.content.strip(): dataset.openie.get(p.id) for p in dataset.passages}
+    by_content = {content: dataset.openie.get(pid) for content, pid in passage_lookup(dataset).items()}
 
     async def replay(prompt: str, system_prompt: str | None = None, history_messages=None, **kwargs) -> str:
-        match = _FENCED_INPUT.search(prompt)
+        match = FENCED_INPUT.search(prompt)
         if match and "Knowledge Graph Specialist" in (system_prompt or ""):
             openie = by_content.get(match.group(1).strip())
             if openie is not None:

@@ -31,7 +31,7 @@ from .ann import ivf_topk_cosine
 from .entity_types import state_dir
 from .jsonfile import read_json, write_json_atomic
 from .merge_apply import apply_merge, plan_merge
-from .merge_log import MergeLog, description_hash
+from .merge_log import LOG_FILENAME, MergeLog, description_hash
 from .union_find import merge_clusters
 
 logger = logging.getLogger(__name__)
@@ -169,7 +169,7 @@ async def run_cluster(rag, log: MergeLog, plans: PlanStore, cluster, crash_hook:
 async def roll_forward(rag) -> list[dict]:
     """Finish merges journalled but not completed (a crash mid-merge); returns their outcomes."""
     directory = state_dir(rag)
-    if not (Path(directory) / "prism_merge_log.json").exists():
+    if not (Path(directory) / LOG_FILENAME).exists():
         return []
     log, plans = MergeLog(directory), PlanStore(directory)
     stored, outcomes = plans.load(), []
