@@ -11,6 +11,7 @@ from .errors import LLMNotConfiguredError
 from .llm import cached_llm_call
 from .result import Retrieval
 from .snapshot import GraphSnapshot
+from .vectors import unit_rows
 
 if TYPE_CHECKING:
     from .param import PrismQueryParam
@@ -40,9 +41,7 @@ class QueryContext:
         """Embed texts as queries (cached per query), returning L2-normalised rows."""
         missing = [t for t in dict.fromkeys(texts) if t not in self._embeddings]
         if missing:
-            vectors = np.asarray(await self.rag.embedding_func(missing, context="query"), dtype=np.float32)
-            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-            vectors = vectors / np.where(norms == 0, 1.0, norms)
+            vectors = unit_rows(np.asarray(await self.rag.embedding_func(missing, context="query"), dtype=np.float32))
             self._embeddings.update(zip(missing, vectors))
         return np.stack([self._embeddings[t] for t in texts]) if texts else np.zeros((0, 0), np.float32)
 

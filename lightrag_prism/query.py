@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import importlib
 from contextlib import contextmanager
 from typing import Any
 
@@ -20,7 +19,7 @@ from .patches import ACTIVE_HOOKS
 from .result import Retrieval, ScoredItem
 from .retrievers import MODE_MODULES, mode_module
 
-PRISM_AUGMENT_MODULE = "lightrag_prism.retrievers.prism"
+PRISM_MODE = "prism"  # the mode whose augment() adds the perspectives to stock KG modes
 
 
 SOURCE_FIELD = "source_id"
@@ -46,7 +45,7 @@ def _chunk_record(item: ScoredItem, source: str) -> dict[str, Any]:
     }
 
 
-def to_stock_search_result(retrieval: Retrieval, query_embedding=None, keep_sources: bool = True) -> dict[str, Any]:
+def to_stock_search_result(retrieval: Retrieval, keep_sources: bool = True) -> dict[str, Any]:
     """A Retrieval in the shape of ``_perform_kg_search``'s result.
 
     ``keep_sources=False`` drops the entities' and relations' ``source_id``: LightRAG's chunk merge then adds no
@@ -57,7 +56,7 @@ def to_stock_search_result(retrieval: Retrieval, query_embedding=None, keep_sour
     return {
         "final_entities": [_entity_record(e, keep_sources) for e in retrieval.entities],
         "final_relations": [_relation_record(r, keep_sources) for r in retrieval.relations],
-        "vector_chunks": chunks, "chunk_tracking": tracking, "query_embedding": query_embedding,
+        "vector_chunks": chunks, "chunk_tracking": tracking, "query_embedding": None,
     }
 
 
@@ -70,14 +69,9 @@ class PrismHooks:
     async def kg_search(self, original, arguments: dict[str, Any]) -> dict[str, Any]:
         ctx = self.ctx
         ctx.ll_keywords, ctx.hl_keywords = arguments["ll_keywords"], arguments["hl_keywords"]
-
-        async def stock_search(**overrides):
-            return await original({**arguments, **overrides})
-
-        ctx.stock_search = stock_search
+        _bind_stock_search(ctx, original, arguments)
         if ctx.param.mode in KG_STOCK_MODES:  # stock mode with perspective knobs on
-            augment = importlib.import_module(PRISM_AUGMENT_MODULE).augment
-            return await augment(ctx, await stock_search())
+            return await mode_module(PRISM_MODE).augment(ctx, await ctx.stock_search())
         module = mode_module(ctx.param.mode)
         ctx.retrieval = await module.retrieve(ctx)
         return to_stock_search_result(ctx.retrieval, keep_sources=not getattr(module, "OWN_CHUNK_RANKING", False))
@@ -86,13 +80,18 @@ class PrismHooks:
         ctx = self.ctx
         if ctx.param.mode not in MODE_MODULES:  # mix mode's vector branch inside a stock query
             return await original(arguments)
-
-        async def stock_search(**overrides):
-            return await original({**arguments, **overrides})
-
-        ctx.stock_search = stock_search
+        _bind_stock_search(ctx, original, arguments)
         ctx.retrieval = await mode_module(ctx.param.mode).retrieve(ctx)
         return [_chunk_record(c, ctx.param.mode) for c in ctx.retrieval.chunks]
+
+
+def _bind_stock_search(ctx: QueryContext, original, arguments: dict[str, Any]) -> None:
+    """Give the mode LightRAG's own retrieval step for this query, with optional argument overrides."""
+
+    async def stock_search(**overrides):
+        return await original({**arguments, **overrides})
+
+    ctx.stock_search = stock_search
 
 
 @contextmanager

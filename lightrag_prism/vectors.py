@@ -24,7 +24,8 @@ def relation_vdb_id(src: str, tgt: str) -> str:
     return compute_mdhash_id(a + b, prefix="rel-")
 
 
-def _normalise(matrix: np.ndarray) -> np.ndarray:
+def unit_rows(matrix: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit L2 norm (zero rows stay zero), as float32."""
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return (matrix / np.where(norms == 0, 1.0, norms)).astype(np.float32)
 
@@ -43,7 +44,7 @@ async def vectors_by_id(vdb, ids: list[str], texts: list[str], embedding_func, d
     if missing:
         embedded = await embedding_func([texts[i] for i in missing])
         out[missing] = np.asarray(embedded, dtype=np.float32)
-    return _normalise(out)
+    return unit_rows(out)
 
 
 async def entity_matrix(rag, snapshot: GraphSnapshot) -> np.ndarray:
@@ -75,6 +76,13 @@ async def chunk_vectors(rag, chunk_ids: list[str]) -> np.ndarray:
     records = await rag.text_chunks.get_by_ids(chunk_ids)
     texts = [(r or {}).get("content", "") for r in records]
     return await vectors_by_id(rag.chunks_vdb, chunk_ids, texts, rag.embedding_func, rag.embedding_func.embedding_dim)
+
+
+async def chunk_matrix(rag, snapshot: GraphSnapshot) -> np.ndarray:
+    """(C, d) vectors of the snapshot's chunks (``snapshot.chunk_ids`` order), cached on the snapshot."""
+    if "chunk_vectors" not in snapshot.derived:
+        snapshot.derived["chunk_vectors"] = await chunk_vectors(rag, snapshot.chunk_ids)
+    return snapshot.derived["chunk_vectors"]
 
 
 async def entity_and_relation_matrices(rag, snapshot: GraphSnapshot) -> tuple[np.ndarray, np.ndarray]:

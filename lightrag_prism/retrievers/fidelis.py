@@ -33,7 +33,6 @@ from .fidelis_output import assemble
 from .fidelis_scoring import HopScorer, top_candidates
 
 KIND = "kg"
-FOUND_BY = ("fidelis",)
 LINKS_PER_KEYWORD = 2  # entities linked per keyword when no topic entity is given
 MAX_LINKED_TOPICS = 5
 

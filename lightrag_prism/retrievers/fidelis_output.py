@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 from ..result import ScoredItem, relation_id
 from ..snapshot import GraphSnapshot
-from ..vectors import chunk_vectors
+from ..vectors import chunk_matrix
 
 if TYPE_CHECKING:
     from ..context import QueryContext
@@ -74,7 +74,7 @@ async def _chunks(ctx: "QueryContext", snapshot: GraphSnapshot, best: np.ndarray
         return []
     ids = [snapshot.chunk_ids[c] for c in cited.tolist()]
     query_vec = (await ctx.embed([ctx.query]))[0]
-    sims = (await chunk_vectors(ctx.rag, ids)) @ query_vec
+    sims = (await chunk_matrix(ctx.rag, snapshot))[cited] @ query_vec  # cached per snapshot
     order = np.lexsort((-sims, -best[cited]))
     limit = getattr(ctx.param, "chunk_top_k", None) or len(order)
     order = order[:limit]

@@ -28,6 +28,7 @@ from ..result import Retrieval, ScoredItem
 from .hipporag_facts import fact_view, minmax, top_facts
 from .hipporag_filter import STEP, recognise
 from .hipporag_graph import HippoGraph, hipporag_graph
+from .prism_rank import top_indices
 
 KIND = "chunks"
 # Min-max over all facts gives the graph's worst fact 0; in a small graph that can be a kept fact, which would then
@@ -58,20 +59,13 @@ def seed_weights(fact_rows: np.ndarray, fact_scores: np.ndarray, edge_src: np.nd
     return weights
 
 
-def _top(scores: np.ndarray, k: int) -> np.ndarray:
-    finite = np.flatnonzero(np.isfinite(scores))
-    if finite.size > k:
-        finite = finite[np.argpartition(-scores[finite], k - 1)[:k]]
-    return finite[np.lexsort((finite, -scores[finite]))]
-
-
 def _chunks(graph: HippoGraph, scores: np.ndarray, k: int, found_by: str, head_above: float = np.inf
             ) -> list[ScoredItem]:
     """The top ``k`` passages; those scoring above ``head_above`` came from the dense head (``found_by="dense"``)."""
     return [ScoredItem("chunk", graph.passage_ids[i], float(scores[i]),
                        ("dense",) if scores[i] > head_above else (found_by,),
                        {"content": graph.passage_data[i]["content"], "file_path": graph.passage_data[i]["file_path"]})
-            for i in _top(scores, k).tolist()]
+            for i in top_indices(scores, k).tolist()]
 
 
 async def _kept_facts(ctx, candidates: list) -> list[int]:

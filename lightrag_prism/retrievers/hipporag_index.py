@@ -16,6 +16,8 @@ from typing import Awaitable, Callable
 
 import numpy as np
 
+from ..vectors import unit_rows
+
 logger = logging.getLogger(__name__)
 
 EmbedFunc = Callable[[list[str]], Awaitable[np.ndarray]]
@@ -25,11 +27,6 @@ def storage_dir(rag) -> str:
     """The instance's storage folder (LightRAG's JSON storages use ``working_dir/workspace`` when set)."""
     workspace = getattr(rag, "workspace", "") or ""
     return os.path.join(rag.working_dir, workspace) if workspace else rag.working_dir
-
-
-def _unit_rows(matrix: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return (matrix / np.where(norms == 0, 1.0, norms)).astype(np.float32)
 
 
 class EmbeddingIndex:
@@ -74,7 +71,7 @@ class EmbeddingIndex:
             kept = [vid for vid in self.ids if vid in wanted]
             blocks = [self.matrix[[self._row[v] for v in kept]]] if kept else []
             if missing:
-                vectors = _unit_rows(np.asarray(await embed([wanted[v] for v in missing]), dtype=np.float32))
+                vectors = unit_rows(np.asarray(await embed([wanted[v] for v in missing]), dtype=np.float32))
                 self.embedded_total += len(missing)
                 blocks.append(vectors)
             if changed:

@@ -15,7 +15,6 @@ With ``enable_recognition`` the LLM filter of ``recognition.py`` runs on the res
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import numpy as np
@@ -23,6 +22,7 @@ import numpy as np
 from ..param import resolve_prism_knobs
 from ..result import Retrieval, ScoredItem, relation_id
 from ..snapshot import GraphSnapshot
+from ..vectors import chunk_matrix
 from . import prism_expand as px
 from . import prism_rank as pr
 from .recognition import filter_retrieval
@@ -30,7 +30,6 @@ from .recognition import filter_retrieval
 KIND = "kg"
 # query.py hands LightRAG our entities/relations without source_id, so its chunk merge keeps our chunk order
 OWN_CHUNK_RANKING = True
-logger = logging.getLogger(__name__)
 STOCK = ("stock",)
 
 
@@ -126,7 +125,7 @@ async def _expanded_chunks(ctx, snap, exp, sig, eids, exclude: set) -> list[Scor
     cand = np.flatnonzero(support > 0)
     if cand.size == 0:
         return []
-    sims = (await px.chunk_matrix(ctx.rag, snap))[cand] @ sig.query_vec
+    sims = (await chunk_matrix(ctx.rag, snap))[cand] @ sig.query_vec
     order = np.lexsort((cand, -sims))
     ranked = [(snap.chunk_ids[c], float(s), ("expansion",)) for c, s in zip(cand[order], sims[order])
               if snap.chunk_ids[c] not in exclude]
@@ -183,7 +182,7 @@ async def _prism_chunks(ctx, snap, sig, exp) -> list[ScoredItem]:
         top = pr.top_indices(np.where(gscore > 0, gscore, -np.inf), 2 * cap)
         known = [snap.chunk_index[c] for c in dense if c in snap.chunk_index]
         cand = np.unique(np.concatenate([top, np.asarray(known, dtype=np.int64)]))
-        sims = (await px.chunk_matrix(ctx.rag, snap))[cand] @ sig.query_vec
+        sims = (await chunk_matrix(ctx.rag, snap))[cand] @ sig.query_vec
         for c, s in zip(cand.tolist(), sims.tolist()):
             dense.setdefault(snap.chunk_ids[c], float(s))
         graph = {snap.chunk_ids[c]: float(gscore[c]) for c in cand.tolist()}
@@ -225,13 +224,10 @@ async def retrieve(ctx) -> Retrieval:
 
 
 def _record(item: ScoredItem) -> dict[str, Any]:
+    """An entity or relation item as a LightRAG stage-1 record (stock items unchanged)."""
     if item.kind == "entity":
         return item.data if "stock" in item.found_by else {**item.data, "entity_name": item.id}
-    if item.kind == "relation":
-        src, tgt = item.data["src_id"], item.data["tgt_id"]
-        return {**item.data, "src_tgt": (src, tgt)}
-    return {"content": item.data.get("content", ""), "file_path": item.data.get("file_path", "unknown_source"),
-            "created_at": item.data.get("created_at"), "source_type": "vector", "chunk_id": item.id}
+    return {**item.data, "src_tgt": (item.data["src_id"], item.data["tgt_id"])}
 
 
 def _as_search_result(retrieval: Retrieval, stock: dict) -> dict:

@@ -15,7 +15,6 @@ Query awareness (PrismRAG's formulas, with its bugs fixed — see docs/prism.md)
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,14 +30,11 @@ from ..graph import (
     reciprocal_rank_fusion,
 )
 from ..snapshot import GraphSnapshot
-from ..vectors import chunk_vectors, entity_and_relation_matrices
+from ..vectors import entity_and_relation_matrices
 
-logger = logging.getLogger(__name__)
 
 EDGE_SIM_FLOOR = 0.05
 FASTRP_KEY = "prism_fastrp"
-CHUNK_VECTORS_KEY = "prism_chunk_vectors"
-PERSPECTIVES = ("multihop", "ppr", "fastrp")
 
 
 @dataclass
@@ -213,13 +209,6 @@ def expanded_edges(snap: GraphSnapshot, exp: Expansion, sig: QuerySignals, exclu
     eids, scores = eids[order], scores[order]
     keep = [i for i, e in enumerate(eids.tolist()) if tuple(sorted(snap.edge_key(e))) not in exclude][:cap]
     return eids[keep], scores[keep]
-
-
-async def chunk_matrix(rag, snap: GraphSnapshot) -> np.ndarray:
-    """(C, d) vectors of the snapshot's chunks (by id), cached on the snapshot."""
-    if CHUNK_VECTORS_KEY not in snap.derived:
-        snap.derived[CHUNK_VECTORS_KEY] = await chunk_vectors(rag, snap.chunk_ids)
-    return snap.derived[CHUNK_VECTORS_KEY]
 
 
 def chunk_support(snap: GraphSnapshot, node_score: np.ndarray, edge_ids: np.ndarray, edge_scores) -> np.ndarray:
