@@ -103,3 +103,16 @@ def as_rerank_model_func(
     rerank_model_func.__name__ = f"{reranker.name}_rerank_model_func"
     rerank_model_func.reranker = reranker  # type: ignore[attr-defined]
     return rerank_model_func
+
+
+def check_prompt_and_concurrency(prompt: str, placeholders: dict[str, object], max_concurrency: int) -> None:
+    """Reject a concurrency below 1 and a prompt that lacks a placeholder or is not a ``str.format`` template."""
+    if max_concurrency < 1:
+        raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+    for name in placeholders:
+        if "{" + name + "}" not in prompt:
+            raise ValueError(f"prompt must contain the placeholder {{{name}}}")
+    try:
+        prompt.format(**placeholders)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise ValueError(f"prompt is not a valid str.format template: {exc!r}") from None

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from .base import LLMCallable, Reranker, RerankOutcome
+from .base import LLMCallable, Reranker, RerankOutcome, check_prompt_and_concurrency
 from .parsing import ListwiseAnswer, parse_listwise_answer
 
 logger = logging.getLogger(__name__)
@@ -129,15 +129,7 @@ class ListwiseReranker(Reranker):
         system_prompt: str | None = LISTWISE_SYSTEM_PROMPT,
     ) -> None:
         _check_window_knobs(window_size, overlap)
-        if max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
-        for placeholder in ("{query}", "{documents}", "{count}"):
-            if placeholder not in prompt:
-                raise ValueError(f"prompt must contain the placeholder {placeholder}")
-        try:
-            prompt.format(query="", documents="", count=0)
-        except (KeyError, IndexError, ValueError) as exc:
-            raise ValueError(f"prompt is not a valid str.format template: {exc!r}") from None
+        check_prompt_and_concurrency(prompt, {"query": "", "documents": "", "count": 0}, max_concurrency)
         self.llm = llm
         self.window_size = window_size
         self.overlap = overlap

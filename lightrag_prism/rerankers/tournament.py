@@ -46,7 +46,7 @@ import logging
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from .base import LLMCallable, Reranker, RerankOutcome
+from .base import LLMCallable, Reranker, RerankOutcome, check_prompt_and_concurrency
 from .parsing import parse_pairwise_verdict
 
 logger = logging.getLogger(__name__)
@@ -110,17 +110,9 @@ class TournamentReranker(Reranker):
         system_prompt: str | None = None,
         cache_size: int = 10_000,
     ) -> None:
-        if max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        check_prompt_and_concurrency(prompt, {"query": "", "passage_a": "", "passage_b": ""}, max_concurrency)
         if all_pairs_below < 2:
             raise ValueError(f"all_pairs_below must be >= 2, got {all_pairs_below}")
-        for placeholder in ("{query}", "{passage_a}", "{passage_b}"):
-            if placeholder not in prompt:
-                raise ValueError(f"prompt must contain the placeholder {placeholder}")
-        try:
-            prompt.format(query="", passage_a="", passage_b="")
-        except (KeyError, IndexError, ValueError) as exc:
-            raise ValueError(f"prompt is not a valid str.format template: {exc!r}") from None
         self.llm = llm
         self.max_concurrency = max_concurrency
         self.all_pairs_below = all_pairs_below

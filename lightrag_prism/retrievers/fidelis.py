@@ -26,7 +26,7 @@ import numpy as np
 from ..context import QueryContext
 from ..keywords import extract_keywords
 from ..result import Retrieval
-from ..snapshot import GraphSnapshot
+from ..snapshot import GRAPH_FIELD_SEP, GraphSnapshot
 from ..vectors import entity_and_relation_matrices
 from . import fidelis_prompts as prompts
 from .fidelis_output import assemble
@@ -80,7 +80,7 @@ class _Search:
 def relation_label(snapshot: GraphSnapshot, e: int) -> str:
     data = snapshot.edge_data[e]
     label = str(data.get("keywords") or data.get("description") or "related to")
-    return label.split("<SEP>")[0][:120]
+    return label.split(GRAPH_FIELD_SEP)[0][:120]
 
 
 def path_triples(snapshot: GraphSnapshot, path: Path) -> list[list[str]]:

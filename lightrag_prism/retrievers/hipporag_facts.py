@@ -60,7 +60,7 @@ def snapshot_facts(snapshot: GraphSnapshot) -> list[Fact]:
     facts = []
     for e, edge in enumerate(snapshot.edge_data):
         src, tgt = orient(*snapshot.edge_key(e), edge)
-        facts.append((src, predicate_of(edge).replace(GRAPH_FIELD_SEP, ", "), tgt))
+        facts.append((src, predicate_of(edge), tgt))
     return facts
 
 
