@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..snapshot import GRAPH_FIELD_SEP, GraphSnapshot, split_field
+from ..snapshot import GraphSnapshot, split_field
 from .hipporag_graph import embed_in_batches, hippo_state
 
 Fact = tuple[str, str, str]
