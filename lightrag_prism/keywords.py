@@ -36,7 +36,8 @@ def _content_words(text: str) -> list[str]:
     return [w for w in _WORD.findall(text) if w.lower() not in _STOP_WORDS and len(w) > 1]
 
 
-def _entity_spans(query: str) -> list[str]:
+def entity_spans(query: str) -> list[str]:
+    """Entity-like spans of ``query``: quoted phrases, then runs of capitalised words or numbers (query order)."""
     spans = [m.group(1).strip() for m in _QUOTED.finditer(query)]
     for match in _CAPITALISED_RUN.finditer(query):
         span = match.group(0).strip(" .-")
@@ -63,7 +64,7 @@ def _unique(items: list[str]) -> list[str]:
 def extract_keywords(query: str) -> tuple[list[str], list[str]]:
     """Return ``(high_level, low_level)`` keywords for ``query`` without an LLM (see module docstring)."""
     content = _content_words(query)
-    spans = _entity_spans(query)
+    spans = entity_spans(query)
     in_spans = {w.lower() for span in spans for w in _WORD.findall(span)}
     low = _unique(spans + [w for w in content if w.lower() not in in_spans])
     high = _unique(content)

@@ -16,9 +16,11 @@ KG_STOCK_MODES = ("local", "global", "hybrid", "mix")
 FUSION_METHODS = ("rrf", "score")
 
 # PrismRAG quick-start values (seed README): what `mode="prism"` uses for knobs left at None.
-PRISM_MODE_DEFAULTS = {"max_hop": 2, "top_neighbors": 30, "top_ppr_nodes": 5, "top_fastrp_nodes": 5}
+PRISM_MODE_DEFAULTS = {"max_hop": 2, "top_neighbors": 30, "top_ppr_nodes": 5, "top_fastrp_nodes": 5,
+                       "ppr_damping": 0.5}
 # Inside local/global/hybrid/mix the perspectives are off unless asked for.
-STOCK_MODE_DEFAULTS = {"max_hop": 0, "top_neighbors": 30, "top_ppr_nodes": 0, "top_fastrp_nodes": 0}
+STOCK_MODE_DEFAULTS = {"max_hop": 0, "top_neighbors": 30, "top_ppr_nodes": 0, "top_fastrp_nodes": 0,
+                       "ppr_damping": 0.85}
 
 
 @dataclass
@@ -32,14 +34,17 @@ class PrismQueryParam(QueryParam):
     top_ppr_nodes: int | None = None
     top_fastrp_nodes: int | None = None
     fusion_method: str = "rrf"
-    ppr_damping: float = 0.85
+    ppr_damping: float | None = None  # None: 0.5 in prism (HippoRAG's value for passage graphs), 0.85 elsewhere
+    ppr_edge_floor: float = 1.0  # PPR fact edge weight = co-occurrence * (max(cos(relation, query), 0) + floor)
     seed_temperature: float = 0.1
     enable_recognition: bool = False
     recognition_batch_size: int = 10
-    # prism mode only (docs/prism.md): seeds from entity and fact linking, chunk ranking dense + graph
-    prism_seed_entities: int = 3
-    prism_seed_facts: int = 3
-    prism_graph_weight: float = 0.6
+    # prism mode only (docs/prism.md): seeds from fact and name linking, chunks ranked by a passage-aware PPR
+    prism_seed_facts: int = 10
+    prism_seed_phrases: int = 5
+    prism_name_linking: bool = True
+    prism_expansion_weight: float = 0.3
+    prism_passage_weight: float = 0.1
     prism_dense_head: int = 1
     prism_keyword_vectors: bool = False
 
@@ -83,11 +88,14 @@ class PrismQueryParam(QueryParam):
             if value is not None and (not isinstance(value, int) or value < 0):
                 raise ValueError(f"{name} must be a non-negative integer or None, got {value!r}")
         for name in ("ppr_damping", "hipporag_damping"):
-            if not 0.0 < getattr(self, name) < 1.0:
-                raise ValueError(f"{name} must be in (0, 1), got {getattr(self, name)!r}")
-        if not 0.0 <= self.prism_graph_weight <= 1.0:
-            raise ValueError(f"prism_graph_weight must be in [0, 1], got {self.prism_graph_weight!r}")
-        for name in ("prism_seed_entities", "prism_seed_facts", "prism_dense_head"):
+            value = getattr(self, name)
+            if value is not None and not 0.0 < value < 1.0:
+                raise ValueError(f"{name} must be in (0, 1), got {value!r}")
+        for name in ("ppr_edge_floor", "prism_expansion_weight", "prism_passage_weight"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < float("inf"):
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        for name in ("prism_seed_facts", "prism_seed_phrases", "prism_dense_head"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 raise ValueError(f"{name} must be a non-negative integer, got {getattr(self, name)!r}")
         if not isinstance(self.hipporag_dense_head, int) or self.hipporag_dense_head < 0:
@@ -107,7 +115,7 @@ class PrismQueryParam(QueryParam):
             raise ValueError(f"lookahead_alpha must be >= 0, got {self.lookahead_alpha!r}")
 
 
-def resolve_prism_knobs(param: QueryParam) -> dict[str, int]:
+def resolve_prism_knobs(param: QueryParam) -> dict[str, float]:
     """The effective perspective knobs for ``param.mode`` (None -> the mode's default)."""
     defaults = PRISM_MODE_DEFAULTS if param.mode == "prism" else STOCK_MODE_DEFAULTS
     return {name: (getattr(param, name, None) if getattr(param, name, None) is not None else default)

@@ -123,6 +123,7 @@ class HippoGraph:
     passage_valid: np.ndarray  # False for ids text_chunks no longer holds (never returned)
     entity_num_chunks: np.ndarray  # passages containing each entity (HippoRAG's ent_node_to_num_chunk)
     adj: sp.csr_matrix
+    synonyms: sp.csr_matrix  # the N x N synonym block of ``adj`` on its own (prism reweights the fact block)
     transition: Transition
     n_synonym_edges: int
     build_seconds: dict[str, float]
@@ -147,19 +148,27 @@ async def _passages(rag, snapshot: GraphSnapshot) -> tuple[list[str], list[dict]
     return ids, data, vectors
 
 
-def combined_adjacency(snapshot: GraphSnapshot, n_passages: int, pairs: dict) -> sp.csr_matrix:
-    """Symmetric CSR over ``[entities; passages]``: fact + synonym edges, passage-entity incidence (1.0)."""
-    n = snapshot.num_nodes
-    index = snapshot.node_index
+def synonym_adjacency(snapshot: GraphSnapshot, pairs: dict) -> sp.csr_matrix:
+    """Symmetric N x N CSR of the synonym edges (weight = name cosine)."""
+    n, index = snapshot.num_nodes, snapshot.node_index
     syn = [(index[a], index[b], w) for (a, b), w in pairs.items()]
     rows = np.fromiter((s[0] for s in syn), np.int64, len(syn))
     cols = np.fromiter((s[1] for s in syn), np.int64, len(syn))
     weights = np.fromiter((s[2] for s in syn), np.float64, len(syn))
-    synonyms = sp.coo_matrix((np.concatenate([weights, weights]), (np.concatenate([rows, cols]),
-                              np.concatenate([cols, rows]))), shape=(n, n))
+    return sp.csr_matrix((np.concatenate([weights, weights]), (np.concatenate([rows, cols]),
+                          np.concatenate([cols, rows]))), shape=(n, n))
+
+
+def passage_incidence(snapshot: GraphSnapshot, n_passages: int) -> sp.csr_matrix:
+    """N x P entity -> passage incidence (weight 1.0); passages beyond the snapshot's chunks have no entity."""
     inc = snapshot.entity_chunks
-    incidence = sp.csr_matrix((np.ones(inc.nnz), inc.indices, inc.indptr), shape=(n, n_passages))
-    entity_block = (sp.csr_matrix(snapshot.adj, dtype=np.float64) + synonyms.tocsr()).tocsr()
+    return sp.csr_matrix((np.ones(inc.nnz), inc.indices, inc.indptr), shape=(snapshot.num_nodes, n_passages))
+
+
+def combined_adjacency(snapshot: GraphSnapshot, n_passages: int, synonyms: sp.csr_matrix) -> sp.csr_matrix:
+    """Symmetric CSR over ``[entities; passages]``: fact + synonym edges, passage-entity incidence (1.0)."""
+    incidence = passage_incidence(snapshot, n_passages)
+    entity_block = (sp.csr_matrix(snapshot.adj, dtype=np.float64) + synonyms).tocsr()
     adj = sp.bmat([[entity_block, incidence], [incidence.T, None]], format="csr")
     adj.sum_duplicates()
     return adj
@@ -183,11 +192,12 @@ async def hipporag_graph(rag, snapshot: GraphSnapshot) -> HippoGraph:
             await asyncio.to_thread(state.synonyms.update, names, name_vectors)
         timings["synonyms"] = time.perf_counter() - start
         ids, data, vectors = await _passages(rag, snapshot)
-        adj = combined_adjacency(snapshot, len(ids), state.synonyms.pairs)
+        synonyms = synonym_adjacency(snapshot, state.synonyms.pairs)
+        adj = combined_adjacency(snapshot, len(ids), synonyms)
         num_chunks = np.asarray(snapshot.entity_chunks.sum(axis=1)).ravel() if names else np.zeros(0)
         view = HippoGraph(n_entities=len(names), passage_ids=ids, passage_data=data, passage_vectors=vectors,
                           passage_valid=np.array([d["valid"] for d in data], dtype=bool),
-                          entity_num_chunks=num_chunks, adj=adj, transition=transition_matrix(adj),
+                          entity_num_chunks=num_chunks, adj=adj, synonyms=synonyms, transition=transition_matrix(adj),
                           n_synonym_edges=len(state.synonyms.pairs), build_seconds=timings)
         snapshot.derived["hipporag_graph"] = view
         return view

@@ -19,12 +19,17 @@ from typing import Any
 
 import numpy as np
 
+from ..keywords import entity_spans
 from ..param import resolve_prism_knobs
 from ..result import Retrieval, ScoredItem, relation_id
 from ..snapshot import GraphSnapshot
 from ..vectors import chunk_matrix
 from . import prism_expand as px
 from . import prism_rank as pr
+from .prism_rank import top_indices
+from .hipporag import MIN_KEPT_FACT_SCORE, dense_head, seed_weights
+from .hipporag_facts import fact_view, top_facts
+from .hipporag_graph import HippoGraph, hipporag_graph, passage_incidence
 from .recognition import filter_retrieval
 
 KIND = "kg"
@@ -159,65 +164,111 @@ async def augment(ctx, stock_result: dict) -> dict:
     return _as_search_result(retrieval, stock_result)
 
 
-def _entity_relevance(snap, exp: px.Expansion) -> np.ndarray:
-    """(N,) entity relevance for the chunk ranking: seed weights, the PPR vector, and the fused scores of the
-    expanded entities (each part normalised to sum 1)."""
-    score = np.zeros(snap.num_nodes)
-    score[exp.seeds] = exp.seed_weights
-    if exp.ppr is not None and exp.ppr.sum() > 0:
-        score += exp.ppr / exp.ppr.sum()
-    if exp.nodes.size and exp.scores.sum() > 0:
-        score[exp.nodes] += exp.scores / exp.scores.sum()
-    return score
+PASSAGE_GRAPH_KEY = "prism_passage_graph"
 
 
-async def _prism_chunks(ctx, snap, sig, exp) -> list[ScoredItem]:
-    """Dense chunk ranking fused with graph-propagated chunk relevance (see ``prism_rank``)."""
-    param, cap = ctx.param, _cap(ctx.param)
-    dense_hits = await ctx.rag.chunks_vdb.query(ctx.query, top_k=cap, query_embedding=sig.query_vec.tolist())
-    dense = {d["id"]: float(d.get("distance", 0.0)) for d in dense_hits}
-    graph: dict[str, float] = {}
-    if snap.chunk_ids and exp.seeds.size:
-        gscore = pr.graph_chunk_scores(snap, _entity_relevance(snap, exp))
-        top = pr.top_indices(np.where(gscore > 0, gscore, -np.inf), 2 * cap)
-        known = [snap.chunk_index[c] for c in dense if c in snap.chunk_index]
-        cand = np.unique(np.concatenate([top, np.asarray(known, dtype=np.int64)]))
-        sims = (await chunk_matrix(ctx.rag, snap))[cand] @ sig.query_vec
-        for c, s in zip(cand.tolist(), sims.tolist()):
-            dense.setdefault(snap.chunk_ids[c], float(s))
-        graph = {snap.chunk_ids[c]: float(gscore[c]) for c in cand.tolist()}
-    ranked = pr.fuse_chunk_scores(dense, graph, param.prism_graph_weight, param.prism_dense_head)
-    return await _chunk_items(ctx, ranked[:cap])
+async def _passage_graph(ctx, snap) -> tuple[HippoGraph, pr.PassageGraph]:
+    """HippoRAG's entity + passage view (passages, synonyms; shared with the hipporag mode) and prism's
+    re-weightable CSR of it, both cached per snapshot."""
+    hippo = await hipporag_graph(ctx.rag, snap)
+    graph = snap.derived.get(PASSAGE_GRAPH_KEY)
+    if graph is None:
+        incidence = passage_incidence(snap, len(hippo.passage_ids))
+        graph = snap.derived[PASSAGE_GRAPH_KEY] = pr.build_passage_graph(snap, hippo.synonyms, incidence)
+    return hippo, graph
 
 
-def _linked_items(snap, exp: px.Expansion, fact_ids: np.ndarray, fact_sim: np.ndarray) -> tuple[list, list]:
+async def _linked_seeds(ctx, snap, sig: px.QuerySignals) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(N,) seed weights, the linked fact ids and their scores (fact linking + name linking, see prism_rank).
+    When nothing links (no fact asked for, no name in the query), the entity nearest the query is the seed."""
+    param = ctx.param
+    facts = await fact_view(ctx.rag, snap)
+    fact_ids, fact_scores = top_facts(facts, sig.query_vec, param.prism_seed_facts)
+    num_chunks = pr.entity_num_chunks(snap)
+    seeds = seed_weights(fact_ids, np.maximum(fact_scores, MIN_KEPT_FACT_SCORE), snap.edge_src, snap.edge_tgt,
+                         num_chunks, param.prism_seed_phrases)
+    spans = entity_spans(ctx.query) + list(param.ll_keywords or []) if param.prism_name_linking else []
+    linked = pr.name_links(snap, spans)
+    ctx.retrieval.metadata["name_links"] = [snap.node_ids[i] for i in linked.tolist()]
+    if not seeds.any() and linked.size == 0 and snap.num_nodes:
+        linked = top_indices(sig.ent_sim, 1)
+        ctx.retrieval.record_fallback("prism_seeds", f"nothing linked: nearest entity {snap.node_ids[linked[0]]!r}")
+    return pr.seed_vector(seeds, linked, num_chunks), fact_ids, fact_scores
+
+
+def _passage_dense(hippo: HippoGraph, query_vec: np.ndarray) -> np.ndarray:
+    """Dense score of every passage; a passage text storage lost gets the minimum (never a head, never a max)."""
+    if not len(hippo.passage_ids):
+        return np.zeros(0)
+    dense = hippo.passage_vectors @ query_vec
+    valid = hippo.passage_valid
+    return dense if valid.all() else np.where(valid, dense, dense[valid].min() if valid.any() else 0.0)
+
+
+def _ranked_chunks(hippo: HippoGraph, scores: np.ndarray, dense: np.ndarray, param, ranked_by: str):
+    """The top chunks by ``scores`` (PPR probabilities), after the ``prism_dense_head`` best dense passages."""
+    head_above = np.inf
+    if ranked_by != "dense":
+        scores, head_above = dense_head(scores, dense, param.prism_dense_head), 1.0  # head scores are > 1
+    scores = np.where(hippo.passage_valid, scores, -np.inf)
+    return [ScoredItem("chunk", hippo.passage_ids[i], float(scores[i]),
+                       ("dense",) if scores[i] > head_above else (ranked_by,),
+                       {"content": hippo.passage_data[i]["content"], "file_path": hippo.passage_data[i]["file_path"]})
+            for i in top_indices(scores, _cap(param)).tolist()]
+
+
+def _ppr_feed(seed_vec: np.ndarray, feed: np.ndarray, num_chunks: np.ndarray, weight: float) -> np.ndarray:
+    """Entity personalization: the seeds plus ``weight`` x their total mass spread over the multi-hop/FastRP
+    nodes by fused score / passage count (a node in many passages is weak evidence, as for seeds)."""
+    out = seed_vec.copy()
+    spread = feed / num_chunks
+    if weight > 0 and spread.sum() > 0:
+        out += weight * seed_vec.sum() * spread / spread.sum()
+    return out
+
+
+def _linked_items(snap, exp: px.Expansion, fact_ids: np.ndarray, fact_scores: np.ndarray) -> tuple[list, list]:
     seeds = [_entity_item(snap, v, w, ("seed",)) for v, w in zip(exp.seeds.tolist(), exp.seed_weights.tolist())]
-    facts = [_edge_item(snap, e, float(fact_sim[e]), ("fact",)) for e in fact_ids.tolist()]
+    facts = [_edge_item(snap, e, s, ("fact",)) for e, s in zip(fact_ids.tolist(), fact_scores.tolist())]
     return seeds, facts
 
 
 async def retrieve(ctx) -> Retrieval:
-    """Mode ``prism``: entity + fact linking as seeds, all three perspectives on, fused chunk ranking.
-
-    No LightRAG stage-1 search: one embedding call (query, ll and hl keywords), similarities from the snapshot's
-    entity/relation matrices, one chunk vector search."""
+    """Mode ``prism``: fact + name linking as seeds, multi-hop and FastRP expansion, and one query-aware PPR over
+    entities and passages whose passage scores rank the chunks (see the module docs of prism_rank)."""
     snap, param = await ctx.snapshot(), ctx.param
     knobs = resolve_prism_knobs(param)
     if not param.prism_keyword_vectors:  # the query's own vector stands in for both keyword lists
         ctx.ll_keywords = ctx.hl_keywords = ""
     sig = await px.query_signals(ctx, snap)
-    fact_sim = sig.fact_sim
-    seeds, weights, fact_ids = pr.link_seeds(snap, sig.ent_sim, fact_sim, param.prism_seed_entities,
-                                             param.prism_seed_facts)
-    exp = px.expand(snap, ctx.rag._snapshots.previous, seeds, sig, knobs, param, weights=weights)
+    hippo, graph = await _passage_graph(ctx, snap)
+    seed_vec, fact_ids, fact_scores = await _linked_seeds(ctx, snap, sig)
+    seeds = np.flatnonzero(seed_vec)
+    seeds = seeds[np.lexsort((seeds, -seed_vec[seeds]))]
+    dense = _passage_dense(hippo, sig.query_vec)
+    passage_scores = {}
+
+    def passage_aware_ppr(feed: np.ndarray) -> np.ndarray:
+        entity_weights = _ppr_feed(seed_vec, feed, pr.entity_num_chunks(snap), param.prism_expansion_weight)
+        entity, passages = pr.passage_ppr(graph, entity_weights, param.prism_passage_weight * pr.minmax(dense),
+                                          px.edge_factor(sig.rel_sim, param.ppr_edge_floor), knobs["ppr_damping"])
+        passage_scores["ppr"] = passages
+        return entity
+
+    weights = seed_vec[seeds] / seed_vec[seeds].sum() if seeds.size else np.zeros(0)
+    exp = px.expand(snap, ctx.rag._snapshots.previous, seeds, sig, knobs, param, weights=weights,
+                    ppr_fn=passage_aware_ppr)
     ctx.retrieval.metadata["expansion"] = {"knobs": knobs, "seeds": int(seeds.size), "found": exp.counts,
                                            "expanded_entities": int(exp.nodes.size), "linked_facts": int(fact_ids.size)}
-    seed_items, fact_items = _linked_items(snap, exp, fact_ids, fact_sim)
+    seed_items, fact_items = _linked_items(snap, exp, fact_ids, fact_scores)
     new_entities, new_relations, _, _ = _expanded_items(snap, exp, sig, fact_items, param.top_k)
     retrieval = ctx.retrieval
     retrieval.entities = seed_items + new_entities
     retrieval.relations = fact_items + new_relations
-    retrieval.chunks = await _prism_chunks(ctx, snap, sig, exp)
+    if "ppr" in passage_scores:
+        retrieval.chunks = _ranked_chunks(hippo, passage_scores["ppr"], dense, param, "ppr")
+    else:  # an empty graph: LightRAG answers "no results" for a KG mode without entities anyway
+        retrieval.chunks = _ranked_chunks(hippo, dense, dense, param, "dense")
     if param.enable_recognition:
         await filter_retrieval(ctx, retrieval)
     return retrieval

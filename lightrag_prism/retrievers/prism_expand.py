@@ -7,10 +7,11 @@ Query awareness (PrismRAG's formulas, with its bugs fixed — see docs/prism.md)
 
 * ``ent_sim[v] = cos(entity v, ll-keyword embedding)``; ``rel_sim[e] = cos(relation e, hl-keyword embedding)``;
 * seed weights ``softmax(ent_sim[seeds] / seed_temperature)``;
-* PPR edge weight ``co-occurrence weight * (max(rel_sim, 0) + EDGE_SIM_FLOOR)``: the similarity multiplies the
-  stored weight (PrismRAG replaced it, raw and possibly negative). The small floor keeps an edge whose relation is
-  unrelated to the query traversable at a strongly reduced weight instead of cutting it, which would make nodes
-  dangling and hide everything behind them.
+* PPR edge weight ``co-occurrence weight * (max(rel_sim, 0) + ppr_edge_floor)``: the similarity multiplies the
+  stored weight (PrismRAG replaced it, raw and possibly negative). The floor (default 1.0) keeps an edge whose
+  relation is unrelated to the query traversable at up to half the weight of a perfectly matching one instead of
+  cutting it, which would make nodes dangling and hide everything behind them; on MuSiQue a sharper factor (floor
+  0.05) cost 1.5 points of R@5 (docs/prism.md).
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from ..snapshot import GraphSnapshot
 from ..vectors import entity_and_relation_matrices
 
 
-EDGE_SIM_FLOOR = 0.05
 FASTRP_KEY = "prism_fastrp"
 
 
@@ -94,10 +94,14 @@ def top_non_seed(scores: np.ndarray, seeds: np.ndarray, k: int) -> tuple[np.ndar
     return candidates[order], s[candidates[order]]
 
 
-def ppr_scores(snap: GraphSnapshot, seeds, weights, rel_sim, damping: float) -> np.ndarray:
+def edge_factor(rel_sim: np.ndarray, floor: float) -> np.ndarray:
+    """(E,) query factor of each fact edge: ``max(cos(relation, query), 0) + floor`` (multiplies co-occurrence)."""
+    return np.maximum(rel_sim.astype(np.float64), 0.0) + floor
+
+
+def ppr_scores(snap: GraphSnapshot, seeds, weights, rel_sim, damping: float, floor: float) -> np.ndarray:
     """Query-aware personalized PageRank: seeds weighted, edges reweighted by relation-query similarity."""
-    factor = np.maximum(rel_sim.astype(np.float64), 0.0) + EDGE_SIM_FLOOR
-    adj = edge_reweighted(snap.adj, factor[snap.entry_edge])
+    adj = edge_reweighted(snap.adj, edge_factor(rel_sim, floor)[snap.entry_edge])
     p = np.zeros(snap.num_nodes)
     p[seeds] = weights
     return personalized_pagerank(adj, p, damping=damping)
@@ -146,10 +150,24 @@ def fuse_ranked(perspectives: dict[str, tuple[list, np.ndarray]], method: str):
     return reciprocal_rank_fusion({name: ids for name, (ids, _) in named.items()})
 
 
+def _as_lists(found: dict) -> dict:
+    return {name: (ids.tolist(), scores) for name, (ids, scores) in found.items()}
+
+
+def fused_vector(snap: GraphSnapshot, fused) -> np.ndarray:
+    """(N,) fused score of each node (0 where no perspective found it)."""
+    vec = np.zeros(snap.num_nodes)
+    if fused is not None:
+        vec[np.asarray(fused.ids, dtype=np.int64)] = fused.scores
+    return vec
+
+
 def expand(snap: GraphSnapshot, previous, seeds: np.ndarray, sig: QuerySignals, knobs: dict, param,
-           weights: np.ndarray | None = None) -> Expansion:
+           weights: np.ndarray | None = None, ppr_fn=None) -> Expansion:
     """Run the perspectives that are on and fuse them (seeds are never returned as expanded nodes).
-    ``weights``: the seeds' weights (default: softmax of their ll-keyword similarity, :func:`seed_weights`)."""
+    ``weights``: the seeds' weights (default: softmax of their ll-keyword similarity, :func:`seed_weights`).
+    ``ppr_fn(feed) -> (N,) entity scores``: replaces the entity-graph PPR and always runs (the prism mode's
+    passage-aware PPR, which ranks passages); ``feed`` is the fused multi-hop/FastRP score of each node."""
     if weights is None:
         weights = seed_weights(sig.ent_sim, seeds, param.seed_temperature)
     out = Expansion(seeds=seeds, seed_weights=weights)
@@ -162,14 +180,17 @@ def expand(snap: GraphSnapshot, previous, seeds: np.ndarray, sig: QuerySignals, 
             snap.adj, seeds, sig.ent_sim, sig.rel_sim[snap.entry_edge], max_hop=knobs["max_hop"],
             top_neighbors=knobs["top_neighbors"], threshold=param.multi_hop_relevance_threshold)
         found["multihop"] = (multihop.nodes, multihop.scores)
-    if knobs["top_ppr_nodes"] > 0 and snap.adj.nnz:
-        out.ppr = ppr_scores(snap, seeds, weights, sig.rel_sim, param.ppr_damping)
+    if ppr_fn is not None:
+        out.ppr = ppr_fn(fused_vector(snap, fuse_ranked(_as_lists(found), param.fusion_method)))
+    elif knobs["top_ppr_nodes"] > 0 and snap.adj.nnz:
+        out.ppr = ppr_scores(snap, seeds, weights, sig.rel_sim, knobs["ppr_damping"], param.ppr_edge_floor)
+    if out.ppr is not None and knobs["top_ppr_nodes"] > 0:
         found["ppr"] = top_non_seed(out.ppr, seeds, knobs["top_ppr_nodes"])
     if knobs["top_fastrp_nodes"] > 0 and snap.adj.nnz:
         sims = fastrp_similarity(fastrp_matrix(snap, previous), seeds, np.maximum(weights, 1e-12))
         found["fastrp"] = top_non_seed(sims, seeds, knobs["top_fastrp_nodes"])
     out.counts = {name: int(ids.size) for name, (ids, _) in found.items()}
-    fused = fuse_ranked({k: (v[0].tolist(), v[1]) for k, v in found.items()}, param.fusion_method)
+    fused = fuse_ranked(_as_lists(found), param.fusion_method)
     if fused is None:
         return out
     out.nodes = np.asarray(fused.ids, dtype=np.int64)

@@ -1,22 +1,34 @@
-"""The ``prism`` mode's own seeds and chunk ranking (no LightRAG stage-1 search; everything on snapshot arrays).
+"""The ``prism`` mode's seeds and its passage-aware, query-aware PPR (pure numpy/scipy on snapshot arrays).
 
-* **Seeds** (:func:`link_seeds`): the ``prism_seed_entities`` entities closest to the ll keywords, plus both
-  endpoints of the ``prism_seed_facts`` relations closest to the query (HippoRAG's fact linking). A seed's weight is
-  its best similarity divided by the number of chunks it appears in (HippoRAG's node specificity), normalised to 1.
-* **Chunk ranking** (:func:`rank_chunks`): entity relevance = the query-aware PPR vector (seeds included) plus the
-  fused multi-hop/FastRP scores of the expanded entities, each divided by the entity's chunk count; it is pushed to
-  chunks through ``snapshot.entity_chunks``. The chunk score is
-  ``(1 - prism_graph_weight) * minmax(dense) + prism_graph_weight * minmax(graph)`` over the union of the dense top
-  chunks and the graph's top chunks; the ``prism_dense_head`` best chunks by dense score go first (as hipporag).
+* **Seeds** (:func:`seed_vector`): HippoRAG 2's fact linking (the ``prism_seed_facts`` facts closest to the query,
+  their endpoints weighted by fact score / passage count, the ``prism_seed_phrases`` best kept) plus **name
+  linking**: every entity whose name equals, case-insensitively and without a possessive "'s", an entity-like span
+  of the query (``keywords.entity_spans``) gets weight ``1 / passage count`` (a fact match of score 1). Embeddings
+  of short names are weak evidence; an exact name in the question is strong evidence, and on MuSiQue it adds about
+  3 points of R@5 (docs/prism.md).
+* **Passage graph** (:class:`PassageGraph`): entities and passages as nodes; fact edges (co-occurrence weight),
+  synonym edges and entity-passage edges, in one CSR whose weights are recomputed per query in O(nnz):
+  ``static + cooccurrence * edge_factor[edge]`` with ``edge_factor = max(cos(relation, query), 0) + floor``, so the
+  query-aware factor multiplies the fact edges' co-occurrence weight and never touches synonym/passage edges.
+* **Ranking** (:func:`passage_ppr`): one PPR whose personalization is the entity weights (seeds plus the
+  multi-hop/FastRP expansion) and ``prism_passage_weight * minmax(dense)`` on the passages; the passage part ranks
+  the chunks, the entity part is the PPR perspective.
 """
 
 from __future__ import annotations
 
-import numpy as np
+import re
+from dataclasses import dataclass
 
+import numpy as np
+import scipy.sparse as sp
+
+from ..graph import personalized_pagerank
 from ..snapshot import GraphSnapshot
 
 NUM_CHUNKS_KEY = "prism_entity_num_chunks"
+NAME_KEYS_KEY = "prism_name_keys"
+_POSSESSIVE = re.compile(r"['’]s?$")
 
 
 def entity_num_chunks(snap: GraphSnapshot) -> np.ndarray:
@@ -37,52 +49,81 @@ def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
     return idx[np.lexsort((idx, -scores[idx]))]
 
 
-def link_seeds(snap: GraphSnapshot, ent_sim: np.ndarray, fact_sim: np.ndarray, n_entities: int,
-               n_facts: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(seed node indices, seed weights summing to 1, linked fact edge ids) — see the module doc."""
-    best = np.full(snap.num_nodes, -np.inf)
-    ents = top_indices(ent_sim, n_entities) if snap.num_nodes else np.zeros(0, np.int64)
-    best[ents] = ent_sim[ents]
-    facts = top_indices(fact_sim, n_facts) if snap.num_edges else np.zeros(0, np.int64)
-    for ends in (snap.edge_src[facts], snap.edge_tgt[facts]):
-        np.maximum.at(best, ends, fact_sim[facts])
-    seeds = np.flatnonzero(np.isfinite(best))
-    if seeds.size == 0:
-        return seeds, np.zeros(0), facts
-    weights = np.maximum(best[seeds], 1e-6) / entity_num_chunks(snap)[seeds]
-    order = np.lexsort((seeds, -weights))
-    return seeds[order], weights[order] / weights.sum(), facts
-
-
 def minmax(x: np.ndarray) -> np.ndarray:
     if x.size == 0:
-        return x
+        return x.astype(np.float64)
     lo, hi = float(x.min()), float(x.max())
     return (x - lo) / (hi - lo) if hi > lo else np.zeros_like(x, dtype=np.float64)
 
 
-def graph_chunk_scores(snap: GraphSnapshot, entity_score: np.ndarray) -> np.ndarray:
-    """(C,) graph relevance of each chunk: summed specificity-weighted relevance of the entities it mentions."""
-    return np.asarray(snap.entity_chunks.T @ (entity_score / entity_num_chunks(snap))).ravel()
+def name_key(name: str) -> str:
+    """Case-folded name without a trailing possessive ("Hello Love's" -> "hello love")."""
+    return _POSSESSIVE.sub("", name.strip()).strip().casefold()
 
 
-def fuse_chunk_scores(dense: dict[str, float], graph: dict[str, float], graph_weight: float,
-                      dense_head: int) -> list[tuple[str, float, tuple[str, ...]]]:
-    """Rank the union of ``dense`` and ``graph`` candidates (id -> raw score; a missing score counts as the
-    list's minimum): weighted min-max sum, then the ``dense_head`` best dense chunks moved to the front."""
-    ids = list(dict.fromkeys(list(dense) + list(graph)))
-    if not ids:
-        return []
-    d = np.array([dense.get(i, np.nan) for i in ids], dtype=np.float64)
-    g = np.array([graph.get(i, np.nan) for i in ids], dtype=np.float64)
-    d = minmax(np.where(np.isnan(d), np.nanmin(d) if np.isfinite(d).any() else 0.0, d))
-    g = minmax(np.where(np.isnan(g), np.nanmin(g) if np.isfinite(g).any() else 0.0, g))
-    score = (1.0 - graph_weight) * d + graph_weight * g
-    head = [i for i in sorted(dense, key=lambda c: -dense[c])[:max(dense_head, 0)]]
-    if head:
-        top = float(score.max()) + 1.0
-        for rank, cid in enumerate(head):
-            score[ids.index(cid)] = top + len(head) - rank
-    order = np.lexsort((np.arange(len(ids)), -score))
-    found = [tuple(n for n, src in (("dense", dense), ("graph", graph)) if ids[i] in src) for i in order]
-    return [(ids[i], float(score[i]), fb) for i, fb in zip(order.tolist(), found)]
+def name_links(snap: GraphSnapshot, spans: list[str]) -> np.ndarray:
+    """Node indices whose :func:`name_key` equals a span's (all of them when several names fold together)."""
+    keys = snap.derived.get(NAME_KEYS_KEY)
+    if keys is None:
+        keys = {}
+        for i, name in enumerate(snap.node_ids):
+            keys.setdefault(name_key(name), []).append(i)
+        snap.derived[NAME_KEYS_KEY] = keys
+    hits = [i for span in spans for i in keys.get(name_key(span), ())]
+    return np.unique(np.asarray(hits, dtype=np.int64))
+
+
+def seed_vector(fact_seeds: np.ndarray, linked: np.ndarray, num_chunks: np.ndarray) -> np.ndarray:
+    """(N,) seed weights: the fact seeds plus ``1 / num_chunks`` for each name-linked entity."""
+    seeds = np.asarray(fact_seeds, dtype=np.float64).copy()
+    seeds[linked] += 1.0 / num_chunks[linked]
+    return seeds
+
+
+@dataclass(frozen=True)
+class PassageGraph:
+    """CSR structure over ``[entities; passages]`` with per-entry weight parts (see module doc)."""
+
+    n_entities: int
+    indptr: np.ndarray
+    indices: np.ndarray
+    static_weight: np.ndarray  # synonym + entity-passage weight of each entry
+    fact_weight: np.ndarray  # co-occurrence weight of the fact edge at each entry (0: none)
+    edge_of: np.ndarray  # the fact edge of each entry (meaningful where fact_weight > 0)
+
+    @property
+    def size(self) -> int:
+        return len(self.indptr) - 1
+
+    def adjacency(self, edge_factor: np.ndarray) -> sp.csr_matrix:
+        """The weighted adjacency for one query: fact entries scaled by ``edge_factor[edge]``."""
+        scaled = self.fact_weight * edge_factor[self.edge_of] if len(edge_factor) else 0.0  # a graph with no edge
+        data = self.static_weight + scaled
+        return sp.csr_matrix((data, self.indices, self.indptr), shape=(self.size, self.size))
+
+
+def build_passage_graph(snap: GraphSnapshot, synonyms: sp.csr_matrix, incidence: sp.csr_matrix) -> PassageGraph:
+    """Merge the fact block (``snap.adj``), the ``synonyms`` block and the N x P entity-passage ``incidence``
+    into one sorted CSR; entries present in several blocks are summed part by part."""
+    n = snap.num_nodes
+    size = n + incidence.shape[1]
+    fact, syn, inc = snap.adj.tocoo(), synonyms.tocoo(), incidence.tocoo()
+    rows = np.concatenate([fact.row, syn.row, inc.row, inc.col + n]).astype(np.int64)
+    cols = np.concatenate([fact.col, syn.col, inc.col + n, inc.row]).astype(np.int64)
+    zeros = np.zeros(syn.nnz + 2 * inc.nnz)
+    fact_part = np.concatenate([fact.data.astype(np.float64), zeros])
+    static_part = np.concatenate([np.zeros(fact.nnz), syn.data, inc.data, inc.data]).astype(np.float64)
+    keys, inverse = np.unique(rows * size + cols, return_inverse=True)
+    edge_of = np.zeros(keys.size, np.int64)
+    edge_of[inverse[:fact.nnz]] = snap.entry_edge  # tocoo keeps CSR entry order, so entry_edge lines up
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(keys // size, minlength=size))])
+    return PassageGraph(n, indptr, keys % size, np.bincount(inverse, static_part, keys.size),
+                        np.bincount(inverse, fact_part, keys.size), edge_of)
+
+
+def passage_ppr(graph: PassageGraph, entity_weights: np.ndarray, passage_weights: np.ndarray,
+                edge_factor: np.ndarray, damping: float) -> tuple[np.ndarray, np.ndarray]:
+    """PPR over the passage graph with query-scaled fact edges: (entity scores (N,), passage scores (P,))."""
+    personalization = np.concatenate([entity_weights, passage_weights])
+    scores = personalized_pagerank(graph.adjacency(edge_factor), personalization, damping=damping)
+    return scores[:graph.n_entities], scores[graph.n_entities:]

@@ -83,11 +83,12 @@ def chunk_id_of(alias: str) -> str:
     return compute_mdhash_id(CHUNKS[alias], prefix="chunk-")
 
 
-async def make_rag(tmp_path, **kwargs) -> PrismRAG:
+async def make_rag(tmp_path, kg: dict | None = None, **kwargs) -> PrismRAG:
+    """A PrismRAG holding ``kg`` (default: the graph above)."""
     params = dict(working_dir=str(tmp_path), workspace=f"t_{uuid.uuid4().hex[:10]}",
                   embedding_func=hash_embedding_func(), tokenizer=offline_tokenizer())
     params.update(kwargs)
     rag = PrismRAG(**params)
     await rag.initialize_storages()
-    await rag.ainsert_custom_kg(custom_kg())
+    await rag.ainsert_custom_kg(custom_kg() if kg is None else kg)
     return rag

@@ -14,7 +14,7 @@ from lightrag_prism.graph import FastRPState
 from lightrag_prism.retrievers import prism, prism_expand
 from lightrag_prism.snapshot import SnapshotCache
 from lightrag_prism.vectors import entity_vdb_id
-from tests.retrievers._kg import ENTITIES, HL, LL, QUERY, chunk_id_of, hash_vector, make_rag
+from tests.retrievers._kg import CHUNKS, ENTITIES, HL, LL, QUERY, chunk_id_of, hash_vector, make_rag
 
 pytestmark = pytest.mark.asyncio
 
@@ -24,8 +24,8 @@ def qp(mode: str, **kw) -> QueryParam:
 
 
 def qp_one_seed(**kw) -> QueryParam:
-    """The prism mode seeded by the best ll-keyword entity only (Alice Vance): what it finds beyond is expansion."""
-    return qp("prism", prism_seed_entities=1, prism_seed_facts=0, **kw)
+    """The prism mode seeded by name linking only (the query names Alice Vance): what it finds beyond is expansion."""
+    return qp("prism", prism_seed_facts=0, **kw)
 
 
 def names(result: dict) -> list[str]:
@@ -211,6 +211,9 @@ async def test_prism_mode_runs_no_stock_search_and_embeds_once(rag, monkeypatch)
         return await inner(texts, **kw)
 
     monkeypatch.setattr(rag.embedding_func, "func", recording)
+    await rag.aquery_data(QUERY, qp("prism"))  # the first query builds the passage graph and the fact index
+    calls.clear()
+    embedded.clear()
     result = await rag.aquery_data(QUERY, qp("prism"))
     assert result["data"]["chunks"]
     assert len(calls) == 1 and calls[0][0] == QUERY
@@ -223,7 +226,7 @@ async def test_prism_mode_runs_no_stock_search_and_embeds_once(rag, monkeypatch)
 async def test_prism_chunk_order_survives_lightrag_and_source_ids_are_restored(rag):
     result = await rag.aquery_data(QUERY, qp("prism", chunk_top_k=5))
     chunks = result["data"]["chunks"]
-    assert all(set(c["found_by"].split("+")) <= {"dense", "graph"} for c in chunks)
+    assert [c["found_by"] for c in chunks] == ["dense"] + ["ppr"] * (len(chunks) - 1)
     assert chunks[0]["found_by"].startswith("dense")  # prism_dense_head=1
     scores = [c["score"] for c in chunks]
     assert scores == sorted(scores, reverse=True)  # prism's order, not LightRAG's round robin
@@ -234,10 +237,42 @@ async def test_prism_chunk_order_survives_lightrag_and_source_ids_are_restored(r
     assert all(r["source_id"] for r in result["data"]["relationships"])
 
 
-async def test_prism_graph_weight_moves_the_two_hop_chunk(rag):
-    dense_only = await rag.aquery_data(QUERY, qp_one_seed(prism_graph_weight=0.0, prism_dense_head=0))
-    graph_heavy = await rag.aquery_data(QUERY, qp_one_seed(prism_graph_weight=1.0, prism_dense_head=0))
+def dense_order(query: str) -> list[str]:
+    """Chunk ids by cosine to ``query`` under the test embedder (what a dense ranking gives)."""
+    return [chunk_id_of(a) for a in sorted(CHUNKS, key=lambda a: -float(hash_vector(CHUNKS[a]) @ hash_vector(query)))]
+
+
+async def test_passage_aware_ppr_lifts_the_two_hop_chunk_above_dense(rag):
+    query = "What stream passes Alice Vance's birthplace?"  # c_blue is only third by dense similarity
+    # a weak dense prior (prism_passage_weight) lets the walk from the seed decide past the first chunk
+    result = await rag.aquery_data(query, qp_one_seed(prism_dense_head=0, chunk_top_k=5, prism_passage_weight=0.01))
     blue = chunk_id_of("c_blue")
-    dense_rank = chunk_ids(dense_only).index(blue) if blue in chunk_ids(dense_only) else 99
-    assert chunk_ids(graph_heavy).index(blue) <= dense_rank
-    assert chunk_ids(graph_heavy)[0] in (chunk_id_of("c_alice"), blue)
+    assert dense_order(query).index(blue) == 2
+    assert chunk_ids(result)[:2] == [chunk_id_of("c_alice"), blue]
+    scores = [c["score"] for c in result["data"]["chunks"]]
+    assert scores[1] > max(scores[2:])
+    assert result["metadata"]["prism"]["name_links"] == ["Alice Vance"]
+
+
+async def test_nothing_linked_seeds_the_nearest_entity_and_records_it(rag):
+    query = "what flows through the town"
+    result = await rag.aquery_data(query, QueryParam(mode="prism", prism_seed_facts=0, chunk_top_k=5))
+    seeds = [e["entity_name"] for e in result["data"]["entities"] if e["found_by"] == "seed"]
+    nearest = max((n for n, *_ in ENTITIES), key=lambda n: float(
+        hash_vector(f"{n}\n{next(d for m, _, d, _ in ENTITIES if m == n)}") @ hash_vector(query)))
+    assert seeds == [nearest]
+    assert [f["step"] for f in result["metadata"]["prism"]["fallbacks"]][-1] == "prism_seeds"
+    assert len(chunk_ids(result)) == len(CHUNKS)
+
+
+async def test_prism_on_a_graph_without_relations(tmp_path):
+    rag = await make_rag(tmp_path, kg={"chunks": [{"content": "Alice Vance paints.", "source_id": "c1"}],
+                                       "entities": [{"entity_name": "Alice Vance", "entity_type": "person",
+                                                     "description": "A painter.", "source_id": "c1"}],
+                                       "relationships": []})
+    try:
+        result = await rag.aquery_data("What does Alice Vance do?", QueryParam(mode="prism"))
+        assert [e["entity_name"] for e in result["data"]["entities"]] == ["Alice Vance"]
+        assert [c["content"] for c in result["data"]["chunks"]] == ["Alice Vance paints."]
+    finally:
+        await rag.finalize_storages()

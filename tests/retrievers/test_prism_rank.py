@@ -1,9 +1,12 @@
-"""prism_rank: seed linking with node specificity and the dense + graph chunk fusion, against hand computations."""
+"""prism_rank: name linking, seed weights and the re-weightable passage graph, against independent constructions
+(scipy block matrices, networkx PageRank)."""
 
 from __future__ import annotations
 
+import networkx as nx
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from lightrag_prism.retrievers import prism_rank as pr
 from lightrag_prism.snapshot import build_snapshot
@@ -11,47 +14,82 @@ from lightrag_prism.snapshot import build_snapshot
 
 def _snap():
     nodes = [{"id": "A", "source_id": "c1<SEP>c2<SEP>c3"}, {"id": "B", "source_id": "c2"},
-             {"id": "C", "source_id": "c3"}, {"id": "D", "source_id": "c4"}]
-    edges = [{"source": "A", "target": "B", "weight": 1.0, "source_id": "c2"},
-             {"source": "C", "target": "D", "weight": 1.0, "source_id": "c4"}]
+             {"id": "C", "source_id": "c3"}, {"id": "D", "source_id": "c4"}, {"id": "Hello Love", "source_id": "c4"}]
+    edges = [{"source": "A", "target": "B", "weight": 2.0, "source_id": "c2"},
+             {"source": "C", "target": "D", "weight": 1.0, "source_id": "c4"},
+             {"source": "A", "target": "C", "weight": 3.0, "source_id": "c3"}]
     return build_snapshot(nodes, edges)
 
 
-def test_link_seeds_unions_entities_and_fact_endpoints_with_specificity():
+def _random_snap(rng, n=30, m=60, chunks=12):
+    names = [f"e{i}" for i in range(n)]
+    nodes = [{"id": x, "source_id": "<SEP>".join(f"c{c}" for c in rng.choice(chunks, rng.integers(1, 4), replace=False))}
+             for x in names]
+    pairs = {tuple(sorted(rng.choice(n, 2, replace=False))) for _ in range(m)}
+    edges = [{"source": names[a], "target": names[b], "weight": float(rng.uniform(0.5, 3)), "source_id": "c0"}
+             for a, b in sorted(pairs)]
+    return build_snapshot(nodes, edges)
+
+
+def test_name_links_fold_case_and_possessives():
     snap = _snap()
-    order = {n: i for i, n in enumerate(snap.node_ids)}
-    ent_sim = np.zeros(4)
-    ent_sim[order["A"]], ent_sim[order["D"]] = 0.9, 0.1
-    e_cd = snap.edge_index()[("C", "D")] if ("C", "D") in snap.edge_index() else snap.edge_index()[("D", "C")]
-    fact_sim = np.zeros(snap.num_edges)
-    fact_sim[e_cd] = 0.6
-    seeds, weights, facts = pr.link_seeds(snap, ent_sim, fact_sim, n_entities=1, n_facts=1)
-    assert facts.tolist() == [e_cd]
-    got = dict(zip((snap.node_ids[s] for s in seeds.tolist()), weights.tolist()))
-    assert set(got) == {"A", "C", "D"}
-    raw = {"A": 0.9 / 3, "C": 0.6, "D": 0.6}  # A is in 3 chunks
-    total = sum(raw.values())
-    assert got == pytest.approx({k: v / total for k, v in raw.items()})
-    assert [snap.node_ids[s] for s in seeds.tolist()][0] in ("C", "D")
+    got = pr.name_links(snap, ["hello love's", "a", "Nobody", "HELLO LOVE"])
+    assert [snap.node_ids[i] for i in got.tolist()] == sorted(["A", "Hello Love"], key=snap.node_index.get)
+    assert pr.name_links(snap, []).size == 0
+    assert pr.name_key("  Hello Love’s ") == "hello love"
 
 
-def test_graph_chunk_scores_divide_by_entity_chunk_count():
+def test_seed_vector_adds_inverse_passage_count_for_linked_names():
     snap = _snap()
-    score = np.zeros(4)
-    score[snap.node_index["A"]] = 3.0
-    chunks = dict(zip(snap.chunk_ids, pr.graph_chunk_scores(snap, score).tolist()))
-    assert chunks == pytest.approx({"c1": 1.0, "c2": 1.0, "c3": 1.0, "c4": 0.0})
+    counts = pr.entity_num_chunks(snap)
+    a, b = snap.node_index["A"], snap.node_index["B"]
+    facts = np.zeros(snap.num_nodes)
+    facts[b] = 0.25
+    seeds = pr.seed_vector(facts, np.array([a, b]), counts)
+    assert seeds[a] == pytest.approx(1 / 3) and seeds[b] == pytest.approx(0.25 + 1.0)
+    assert facts[b] == 0.25  # the input is not modified
 
 
-def test_fuse_chunk_scores_weights_and_dense_head():
-    dense = {"x": 0.9, "y": 0.5, "z": 0.1}
-    graph = {"y": 1.0, "w": 0.8, "z": 0.0}
-    ranked = pr.fuse_chunk_scores(dense, graph, graph_weight=0.5, dense_head=0)
-    # minmax dense x1 y.5 z0 w0 (missing = min); graph y1 w.8 x0 z0 (missing = min)
-    assert [r[0] for r in ranked] == ["y", "x", "w", "z"]
-    assert dict((r[0], r[2]) for r in ranked) == {"y": ("dense", "graph"), "x": ("dense",), "w": ("graph",),
-                                                  "z": ("dense", "graph")}
-    head = pr.fuse_chunk_scores(dense, graph, graph_weight=1.0, dense_head=1)
-    assert [r[0] for r in head] == ["x", "y", "w", "z"]
-    assert [r[0] for r in pr.fuse_chunk_scores(dense, graph, 0.0, 0)][:1] == ["x"]
-    assert pr.fuse_chunk_scores({}, {}, 0.5, 1) == []
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_passage_graph_equals_the_block_matrix_built_independently(seed):
+    rng = np.random.default_rng(seed)
+    snap = _random_snap(rng)
+    n, p = snap.num_nodes, len(snap.chunk_ids) + 2  # two passages with no entity
+    syn_pairs = [(0, 1, 0.9), (2, 3, 0.85)] + [(int(snap.edge_src[0]), int(snap.edge_tgt[0]), 0.8)]  # one overlaps
+    rows, cols, w = zip(*syn_pairs)
+    syn = sp.coo_matrix((w + w, (rows + cols, cols + rows)), shape=(n, n)).tocsr()
+    inc = sp.csr_matrix((np.ones(snap.entity_chunks.nnz), snap.entity_chunks.indices, snap.entity_chunks.indptr),
+                        shape=(n, p))
+    graph = pr.build_passage_graph(snap, syn, inc)
+    factor = rng.uniform(0.0, 2.0, snap.num_edges)
+    fact = sp.coo_matrix((np.concatenate([factor * [d["weight"] for d in snap.edge_data]] * 2),
+                          (np.concatenate([snap.edge_src, snap.edge_tgt]), np.concatenate([snap.edge_tgt, snap.edge_src]))),
+                         shape=(n, n))
+    expected = sp.bmat([[fact + syn, inc], [inc.T, None]]).toarray()
+    assert np.allclose(graph.adjacency(factor).toarray(), expected)
+
+
+def test_passage_ppr_matches_networkx_on_the_weighted_graph():
+    rng = np.random.default_rng(7)
+    snap = _random_snap(rng)
+    n, p = snap.num_nodes, len(snap.chunk_ids)
+    inc = sp.csr_matrix((np.ones(snap.entity_chunks.nnz), snap.entity_chunks.indices, snap.entity_chunks.indptr),
+                        shape=(n, p))
+    graph = pr.build_passage_graph(snap, sp.csr_matrix((n, n)), inc)
+    factor = rng.uniform(0.05, 1.0, snap.num_edges)
+    ent, pas = np.zeros(n), rng.uniform(0, 0.1, p)
+    ent[[0, 5]] = [1.0, 0.5]
+    got_e, got_p = pr.passage_ppr(graph, ent, pas, factor, damping=0.5)
+    g = nx.from_scipy_sparse_array(graph.adjacency(factor), create_using=nx.Graph)
+    pers = dict(enumerate(np.concatenate([ent, pas]) / (ent.sum() + pas.sum())))
+    ref = nx.pagerank(g, alpha=0.5, personalization=pers, weight="weight", tol=1e-13, max_iter=1000)
+    ref = np.array([ref[i] for i in range(n + p)])
+    assert np.abs(np.concatenate([got_e, got_p]) - ref).sum() < 1e-5
+
+
+def test_top_indices_and_minmax():
+    scores = np.array([0.2, np.nan, 0.9, 0.2, -np.inf])
+    assert pr.top_indices(scores, 2).tolist() == [2, 0]
+    assert pr.top_indices(scores, 0).size == 0
+    assert pr.minmax(np.array([1.0, 3.0])).tolist() == [0.0, 1.0]
+    assert pr.minmax(np.array([2.0, 2.0])).tolist() == [0.0, 0.0]

@@ -83,10 +83,10 @@ async def test_flagged_items_are_removed_by_id_and_order_is_kept(tmp_path, scrip
 
 
 async def test_entity_on_a_path_between_kept_entities_survives(tmp_path, scripted_server):
-    # seeds Alice Vance and Gallery Nine (ll keywords); everything else is reached by multi-hop paths
+    # seeds Alice Vance and Gallery Nine (named in the ll keywords); everything else is reached by multi-hop paths
     param = QueryParam(mode="prism", ll_keywords=["Alice Vance", "Gallery Nine"], hl_keywords=HL, top_k=2,
                        enable_rerank=False, multi_hop_relevance_threshold=0.0, top_ppr_nodes=0, top_fastrp_nodes=0,
-                       prism_seed_entities=2, prism_seed_facts=0)
+                       prism_seed_facts=0)
     base, got = await run(tmp_path, scripted_server, param, "entity Townsville", "relation Alice Vance -- Townsville",
                           "entity Gallery Nine")
     (be, br, _), (ge, gr, _) = rows(base), rows(got)
@@ -97,8 +97,8 @@ async def test_entity_on_a_path_between_kept_entities_survives(tmp_path, scripte
 
 
 async def test_path_entity_goes_when_the_path_end_goes_too(tmp_path, scripted_server):
-    param = qp(multi_hop_relevance_threshold=0.0, top_ppr_nodes=0, top_fastrp_nodes=0, prism_seed_entities=1,
-               prism_seed_facts=0)  # Alice Vance is the only seed: the rest is reached by multi-hop paths
+    param = qp(multi_hop_relevance_threshold=0.0, top_ppr_nodes=0, top_fastrp_nodes=0,
+               prism_seed_facts=0)  # Alice Vance (named) is the only seed: the rest is reached by multi-hop paths
     _, got = await run(tmp_path, scripted_server, param, "entity Townsville", "entity Blue River",
                        "relation Townsville -- Blue River")
     ge, gr, _ = rows(got)
