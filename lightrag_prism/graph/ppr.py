@@ -33,7 +33,7 @@ Speed
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -56,12 +56,14 @@ class Transition:
 
     ``pt[v, u] = adj[u, v] / out_weight(u)`` (CSR), so ``pt @ x`` moves mass one step along edges.
     ``dangling[u]`` is True when u has zero out-weight (its column of ``pt`` is empty).
-    ``hubs``: the rows probed by the cheap convergence bound (see ``_hub_rows``).
+    ``hubs``: the rows probed by the cheap convergence bound (see ``_hub_rows``); ``damped``: cache
+    of ``damping * pt`` per damping value (see ``_damped``).
     """
 
     pt: sp.csr_matrix
     dangling: np.ndarray
     hubs: np.ndarray | None = None
+    damped: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def n(self) -> int:
@@ -134,8 +136,13 @@ def _block_width(n: int) -> int:
 
 
 def _damped(t: Transition, damping: float) -> sp.csr_matrix:
-    """``damping * P^T`` sharing the index arrays of ``t.pt`` (saves one dense pass per iteration)."""
-    return sp.csr_matrix((t.pt.data * damping, t.pt.indices, t.pt.indptr), shape=t.pt.shape)
+    """``damping * P^T`` sharing the index arrays of ``t.pt`` (saves one dense pass per iteration),
+    cached on ``t`` for the last few damping values (callers use one or two)."""
+    if damping not in t.damped:
+        if len(t.damped) >= 4:
+            t.damped.clear()
+        t.damped[damping] = sp.csr_matrix((t.pt.data * damping, t.pt.indices, t.pt.indptr), shape=t.pt.shape)
+    return t.damped[damping]
 
 
 def _colsum(a: np.ndarray) -> np.ndarray:

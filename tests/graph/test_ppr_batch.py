@@ -131,3 +131,13 @@ def test_block_width_rule():
     t = transition_matrix(to_csr(weighted_graph("er", 30, 0)))
     with pytest.raises(ValueError, match="block_width"):
         personalized_pagerank_batch(t, np.eye(30)[:, :2], block_width=0)
+
+
+def test_damped_matrix_cache_keeps_damping_values_apart():
+    a = to_csr(weighted_graph("ba", 120, 6))
+    t = transition_matrix(a)
+    p = _seeds(120, 3, np.random.default_rng(6))
+    for damping in (0.5, 0.85, 0.5, 0.3, 0.6, 0.7, 0.9, 0.85):
+        np.testing.assert_array_equal(personalized_pagerank_batch(t, p, damping=damping),
+                                      personalized_pagerank_batch(transition_matrix(a), p, damping=damping))
+        assert len(t.damped) <= 4
