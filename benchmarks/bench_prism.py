@@ -7,7 +7,7 @@ same run). Each configuration gets one warm-up query first (snapshot, vectors an
 long-running instance).
 
     .venv/bin/python benchmarks/bench_prism.py --questions 100 --working-dir /work/runs/bench
-    .venv/bin/python benchmarks/bench_prism.py --questions 20 --only prism --set prism_graph_weight=0.3
+    .venv/bin/python benchmarks/bench_prism.py --questions 20 --only prism --set prism_expansion_weight=0.1
 
 Writes benchmarks/results/prism.json. Not collected by pytest.
 """

@@ -95,7 +95,14 @@ def top_facts(view: FactView, query_vector: np.ndarray, k: int) -> tuple[np.ndar
     """Indices of the ``k`` best facts (best first) and their min-max normalised scores."""
     if not view.facts or k <= 0:
         return np.zeros(0, np.int64), np.zeros(0)
-    scores = minmax(view.vectors @ np.asarray(query_vector, dtype=np.float32))
+    return rank_facts(view.vectors @ np.asarray(query_vector, dtype=np.float32), k)
+
+
+def rank_facts(similarity: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` best facts by ``similarity`` (best first) and their min-max normalised scores."""
+    if similarity.size == 0 or k <= 0:
+        return np.zeros(0, np.int64), np.zeros(0)
+    scores = minmax(similarity)
     k = min(k, scores.size)
     part = np.argpartition(-scores, k - 1)[:k]
     order = part[np.lexsort((part, -scores[part]))]

@@ -15,6 +15,7 @@ With ``enable_recognition`` the LLM filter of ``recognition.py`` runs on the res
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,7 @@ from . import prism_expand as px
 from . import prism_rank as pr
 from .prism_rank import top_indices
 from .hipporag import MIN_KEPT_FACT_SCORE, dense_head, seed_weights
-from .hipporag_facts import fact_view, top_facts
+from .hipporag_facts import fact_view, rank_facts
 from .hipporag_graph import HippoGraph, hipporag_graph, passage_incidence
 from .recognition import filter_retrieval
 
@@ -182,12 +183,12 @@ async def _linked_seeds(ctx, snap, sig: px.QuerySignals) -> tuple[np.ndarray, np
     """(N,) seed weights, the linked fact ids and their scores (fact linking + name linking, see prism_rank).
     When nothing links (no fact asked for, no name in the query), the entity nearest the query is the seed."""
     param = ctx.param
-    facts = await fact_view(ctx.rag, snap)
-    fact_ids, fact_scores = top_facts(facts, sig.query_vec, param.prism_seed_facts)
+    fact_ids, fact_scores = rank_facts(sig.fact_sim, param.prism_seed_facts)
     num_chunks = pr.entity_num_chunks(snap)
     seeds = seed_weights(fact_ids, np.maximum(fact_scores, MIN_KEPT_FACT_SCORE), snap.edge_src, snap.edge_tgt,
                          num_chunks, param.prism_seed_phrases)
-    spans = entity_spans(ctx.query) + list(param.ll_keywords or []) if param.prism_name_linking else []
+    # the query's own spans only: the offline ll keywords add common nouns ("state", "author") that name entities
+    spans = entity_spans(ctx.query) if param.prism_name_linking else []
     linked = pr.name_links(snap, spans)
     ctx.retrieval.metadata["name_links"] = [snap.node_ids[i] for i in linked.tolist()]
     if not seeds.any() and linked.size == 0 and snap.num_nodes:
@@ -240,8 +241,8 @@ async def retrieve(ctx) -> Retrieval:
     knobs = resolve_prism_knobs(param)
     if not param.prism_keyword_vectors:  # the query's own vector stands in for both keyword lists
         ctx.ll_keywords = ctx.hl_keywords = ""
-    sig = await px.query_signals(ctx, snap)
-    hippo, graph = await _passage_graph(ctx, snap)
+    (hippo, graph), facts = await asyncio.gather(_passage_graph(ctx, snap), fact_view(ctx.rag, snap))
+    sig = await px.query_signals(ctx, snap, relations=facts.vectors)  # fact texts: one relation matrix, not two
     seed_vec, fact_ids, fact_scores = await _linked_seeds(ctx, snap, sig)
     seeds = np.flatnonzero(seed_vec)
     seeds = seeds[np.lexsort((seeds, -seed_vec[seeds]))]

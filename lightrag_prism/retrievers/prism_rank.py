@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..graph import personalized_pagerank
+from ..graph import personalized_pagerank, transition_matrix
 from ..snapshot import GraphSnapshot
 
 NUM_CHUNKS_KEY = "prism_entity_num_chunks"
@@ -125,5 +125,6 @@ def passage_ppr(graph: PassageGraph, entity_weights: np.ndarray, passage_weights
                 edge_factor: np.ndarray, damping: float) -> tuple[np.ndarray, np.ndarray]:
     """PPR over the passage graph with query-scaled fact edges: (entity scores (N,), passage scores (P,))."""
     personalization = np.concatenate([entity_weights, passage_weights])
-    scores = personalized_pagerank(graph.adjacency(edge_factor), personalization, damping=damping)
+    transition = transition_matrix(graph.adjacency(edge_factor), symmetric=True)
+    scores = personalized_pagerank(transition, personalization, damping=damping)
     return scores[:graph.n_entities], scores[graph.n_entities:]

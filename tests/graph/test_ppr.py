@@ -51,6 +51,14 @@ def test_accepts_transition_or_adjacency():
     np.testing.assert_array_equal(personalized_pagerank(a, p), personalized_pagerank(t, p))
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_symmetric_transition_equals_the_transposed_build(seed):
+    a = to_csr(weighted_graph("ba", 200, seed, n_isolated=4))  # isolated nodes: dangling columns
+    general, fast = transition_matrix(a), transition_matrix(a, symmetric=True)
+    np.testing.assert_allclose(fast.pt.toarray(), general.pt.toarray(), atol=1e-15)
+    np.testing.assert_array_equal(fast.dangling, general.dangling)
+
+
 def test_negative_weight_raises():
     a = sp.csr_matrix(np.array([[0, -1.0], [-1.0, 0]]))
     with pytest.raises(ValueError, match="non-negative"):

@@ -38,7 +38,7 @@ def rows(result):
             [c["chunk_id"] for c in d["chunks"]])
 
 
-async def run(tmp_path, server, param, *needles, garbage=False, error=False):
+async def run(tmp_path, server, param, *needles, garbage=False, error=False, query=QUERY):
     if garbage:
         server.garbage(IS_RECOGNITION)
     elif error:
@@ -47,8 +47,8 @@ async def run(tmp_path, server, param, *needles, garbage=False, error=False):
         server.script(IS_RECOGNITION, flagger(*needles))
     rag = await make_rag(tmp_path, llm_model_func=make_llm_func(server))
     try:
-        baseline = await rag.aquery_data(QUERY, param)
-        filtered = await rag.aquery_data(QUERY, _with_recognition(param))
+        baseline = await rag.aquery_data(query, param)
+        filtered = await rag.aquery_data(query, _with_recognition(param))
     finally:
         await rag.finalize_storages()
     return baseline, filtered
@@ -83,12 +83,12 @@ async def test_flagged_items_are_removed_by_id_and_order_is_kept(tmp_path, scrip
 
 
 async def test_entity_on_a_path_between_kept_entities_survives(tmp_path, scripted_server):
-    # seeds Alice Vance and Gallery Nine (named in the ll keywords); everything else is reached by multi-hop paths
+    # seeds Alice Vance and Gallery Nine (both named in the query); everything else is reached by multi-hop paths
     param = QueryParam(mode="prism", ll_keywords=["Alice Vance", "Gallery Nine"], hl_keywords=HL, top_k=2,
                        enable_rerank=False, multi_hop_relevance_threshold=0.0, top_ppr_nodes=0, top_fastrp_nodes=0,
                        prism_seed_facts=0)
     base, got = await run(tmp_path, scripted_server, param, "entity Townsville", "relation Alice Vance -- Townsville",
-                          "entity Gallery Nine")
+                          "entity Gallery Nine", query=f"{QUERY} And what did Gallery Nine show?")
     (be, br, _), (ge, gr, _) = rows(base), rows(got)
     assert {"Townsville", "Blue River", "Gallery Nine"} <= set(be)
     assert "Townsville" in ge and "Gallery Nine" not in ge  # on Alice Vance -> Townsville -> Blue River
