@@ -1,10 +1,10 @@
 """The ``prism`` mode and the PrismRAG perspectives inside LightRAG's local/global/hybrid/mix.
 
-* ``retrieve(ctx)`` (mode ``"prism"``): no LightRAG stage-1 search. Seeds come from entity + fact linking on the
-  snapshot's vector matrices (``prism_rank.link_seeds``), the three perspectives expand them (defaults from
-  ``param.resolve_prism_knobs``), and the chunks are the dense chunk ranking fused with graph-propagated chunk
-  relevance (``prism_rank``). Entities/relations reach LightRAG without ``source_id`` (``OWN_CHUNK_RANKING``), so
-  its chunk merge keeps this order.
+* ``retrieve(ctx)`` (mode ``"prism"``): no LightRAG stage-1 search. Seeds come from fact linking and name linking
+  (``prism_rank``), multi-hop and FastRP expand them, and one query-aware PPR over entities and passages (HippoRAG's
+  graph view, shared with the hipporag mode, re-weighted per query) is the PPR perspective and ranks the chunks.
+  Entities/relations reach LightRAG without ``source_id`` (``OWN_CHUNK_RANKING``), so its chunk merge keeps this
+  order.
 * ``augment(ctx, stock_result)``: called by ``query.PrismHooks.kg_search`` for a stock KG mode when a perspective
   knob (or ``enable_recognition``) is on. LightRAG's own items come first, unchanged; expanded entities, relations
   and their source chunks (ranked by query similarity) are appended. LightRAG then applies its token budgets.
