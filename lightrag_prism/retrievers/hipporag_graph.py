@@ -197,7 +197,8 @@ async def hipporag_graph(rag, snapshot: GraphSnapshot) -> HippoGraph:
         num_chunks = np.asarray(snapshot.entity_chunks.sum(axis=1)).ravel() if names else np.zeros(0)
         view = HippoGraph(n_entities=len(names), passage_ids=ids, passage_data=data, passage_vectors=vectors,
                           passage_valid=np.array([d["valid"] for d in data], dtype=bool),
-                          entity_num_chunks=num_chunks, adj=adj, synonyms=synonyms, transition=transition_matrix(adj),
+                          entity_num_chunks=num_chunks, adj=adj, synonyms=synonyms,
+                          transition=transition_matrix(adj, symmetric=True),
                           n_synonym_edges=len(state.synonyms.pairs), build_seconds=timings)
         snapshot.derived["hipporag_graph"] = view
         return view

@@ -29,6 +29,7 @@ from ..graph import (
     path_to_seed,
     personalized_pagerank,
     reciprocal_rank_fusion,
+    transition_matrix,
 )
 from ..snapshot import GraphSnapshot
 from ..vectors import entity_and_relation_matrices, entity_matrix
@@ -109,7 +110,7 @@ def ppr_scores(snap: GraphSnapshot, seeds, weights, rel_sim, damping: float, flo
     adj = edge_reweighted(snap.adj, edge_factor(rel_sim, floor)[snap.entry_edge])
     p = np.zeros(snap.num_nodes)
     p[seeds] = weights
-    return personalized_pagerank(adj, p, damping=damping)
+    return personalized_pagerank(transition_matrix(adj, symmetric=True), p, damping=damping)
 
 
 @dataclass(frozen=True)

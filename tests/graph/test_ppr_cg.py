@@ -1,0 +1,81 @@
+"""The conjugate-gradient path of personalized PageRank (symmetric transitions) against networkx and against the
+power iteration on the same graph."""
+import networkx as nx
+import numpy as np
+import pytest
+
+from lightrag_prism.graph import ppr_cg
+from lightrag_prism.graph.ppr import personalized_pagerank, personalized_pagerank_batch, transition_matrix
+from tests.graph._graphs import to_csr, weighted_graph
+
+
+def _nx_ppr(g, p, damping):
+    pers = {i: float(w) for i, w in enumerate(p)}
+    ref = nx.pagerank(g, alpha=damping, personalization=pers, weight="weight", tol=1e-14, max_iter=100000)
+    return np.array([ref[i] for i in range(g.number_of_nodes())])
+
+
+def _seeds(n, k, rng, extra=()):
+    p = np.zeros(n)
+    p[rng.choice(n, k, replace=False)] = rng.uniform(0.5, 2.0, k)
+    p[list(extra)] = 1.0
+    return p
+
+
+@pytest.mark.parametrize("kind", ["er", "ba"])
+@pytest.mark.parametrize("damping", [0.5, 0.85, 0.95])
+@pytest.mark.parametrize("tol", [1e-4, 1e-6, 1e-9])
+def test_cg_is_within_tol_of_networkx(kind, damping, tol):
+    g = weighted_graph(kind, 300, 11, n_isolated=4)  # ER leaves small components and isolated nodes
+    p = _seeds(304, 4, np.random.default_rng(3), extra=(301,))  # one seed on an isolated (dangling) node
+    t = transition_matrix(to_csr(g), symmetric=True)
+    assert t.symmetric
+    got = personalized_pagerank(t, p, damping=damping, tol=tol, max_iter=10000)
+    assert got.sum() == pytest.approx(1.0, abs=1e-12)
+    assert np.abs(got - _nx_ppr(g, p, damping)).sum() <= tol  # the stopping rule's guarantee
+
+
+def test_cg_agrees_with_the_power_iteration():
+    a = to_csr(weighted_graph("ba", 400, 5, n_isolated=2))
+    p = _seeds(402, 3, np.random.default_rng(5))
+    cg = personalized_pagerank(transition_matrix(a, symmetric=True), p, tol=1e-10, max_iter=10000)
+    power = personalized_pagerank(transition_matrix(a), p, tol=1e-10, max_iter=10000)
+    assert np.abs(cg - power).sum() < 1e-8
+
+
+def test_columns_converge_separately_and_equal_single_solves():
+    a = to_csr(weighted_graph("er", 250, 9, n_isolated=3))
+    t = transition_matrix(a, symmetric=True)
+    rng = np.random.default_rng(9)
+    p = np.stack([_seeds(253, k, rng) for k in (1, 2, 8, 30)], axis=1)  # different convergence speeds
+    together = ppr_cg.solve(ppr_cg.normalized_adjacency(t.pt, t.out_weight), t.out_weight, p / p.sum(axis=0),
+                            0.85, 1e-6, 100)
+    for j in range(p.shape[1]):
+        np.testing.assert_allclose(together[:, j], personalized_pagerank(t, p[:, j]), rtol=0, atol=1e-14)
+
+
+def test_a_batch_on_a_symmetric_graph_runs_the_power_iteration_within_tol():
+    g = weighted_graph("ba", 300, 4)
+    t = transition_matrix(to_csr(g), symmetric=True)
+    p = np.stack([_seeds(300, k, np.random.default_rng(k)) for k in (1, 5)], axis=1)
+    batch = personalized_pagerank_batch(t, p)
+    for j in range(2):
+        assert np.abs(batch[:, j] - _nx_ppr(g, p[:, j], 0.85)).sum() <= 1e-6
+
+
+def test_max_iter_caps_without_raising():
+    a = to_csr(weighted_graph("ba", 300, 2))
+    p = _seeds(300, 2, np.random.default_rng(2))
+    t = transition_matrix(a, symmetric=True)
+    capped = personalized_pagerank(t, p, damping=0.95, max_iter=2)
+    full = personalized_pagerank(t, p, damping=0.95)
+    assert capped.sum() == pytest.approx(1.0) and np.abs(capped - full).sum() > 1e-3
+
+
+def test_normalized_adjacency_is_d_half_a_d_half():
+    a = to_csr(weighted_graph("er", 60, 4, n_isolated=2))
+    t = transition_matrix(a, symmetric=True)
+    deg = np.asarray(a.sum(axis=1)).ravel()
+    inv = np.divide(1.0, np.sqrt(deg), out=np.zeros_like(deg), where=deg > 0)
+    np.testing.assert_allclose(ppr_cg.normalized_adjacency(t.pt, t.out_weight).toarray(),
+                               inv[:, None] * a.toarray() * inv[None, :], atol=1e-15)
