@@ -40,6 +40,8 @@ def solve(normalized: sp.csr_matrix, degree: np.ndarray, p: np.ndarray, damping:
     whose columns sum to 1. ``max_iter`` caps the CG steps without raising."""
     sqrt_deg = np.sqrt(degree)[:, None]
     isolated = degree == 0
+    # ||D^1/2 r||_1 >= min(sqrt(d)) ||r||_2 (r is 0 on isolated nodes): the exact L1 check waits for this bound
+    sqrt_deg_min = float(sqrt_deg[~isolated].min()) if (~isolated).any() else 1.0
     b = np.divide(p, sqrt_deg, out=np.zeros_like(p), where=sqrt_deg > 0)
     out, cols = np.empty_like(p), np.arange(p.shape[1])
     z = b.copy()  # y0 = p on every node of positive degree
@@ -47,22 +49,27 @@ def solve(normalized: sp.csr_matrix, degree: np.ndarray, p: np.ndarray, damping:
     q, rr = r.copy(), _dot(r, r)
     limit = tol * (1.0 - damping) / 2.0
     for it in range(1, max_iter + 1):
-        aq = q - damping * (normalized @ q)
+        aq = normalized @ q
+        aq *= -damping
+        aq += q
         qaq = _dot(q, aq)
         alpha = np.divide(rr, qaq, out=np.zeros_like(rr), where=qaq > 0)
         z += alpha * q
         r -= alpha * aq
-        done = (np.abs(r) * sqrt_deg).sum(axis=0) <= limit
+        rr_new = _dot(r, r)
+        done = np.sqrt(rr_new) * sqrt_deg_min <= limit
+        if done.any():
+            done[done] = (np.abs(r[:, done]) * sqrt_deg).sum(axis=0) <= limit
         if it == max_iter:
             done[:] = True
         if done.any():
             out[:, cols[done]] = z[:, done]
             keep = ~done
-            z, r, q, rr, cols = z[:, keep], r[:, keep], q[:, keep], rr[keep], cols[keep]
+            z, r, q, rr, rr_new, cols = z[:, keep], r[:, keep], q[:, keep], rr[keep], rr_new[keep], cols[keep]
             if not cols.size:
                 break
-        rr_new = _dot(r, r)
-        q = r + np.divide(rr_new, rr, out=np.zeros_like(rr), where=rr > 0) * q
+        q *= np.divide(rr_new, rr, out=np.zeros_like(rr), where=rr > 0)
+        q += r
         rr = rr_new
     y = out * sqrt_deg
     y[isolated] = p[isolated]
