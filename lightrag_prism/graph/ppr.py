@@ -46,10 +46,10 @@ Speed of the batched power iteration
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
 from . import ppr_cg
 
@@ -283,12 +283,38 @@ def personalized_pagerank_batch(adj, personalizations, *, damping=0.85, tol=1e-6
     if width < 1:
         raise ValueError(f"block_width must be >= 1, got {width}")
     if t.symmetric and p.shape[1] == 1:  # CG batches poorly (more dense work per product), so batches use power
-        solve_block = partial(ppr_cg.solve, _normalized(t), t.out_weight, damping=damping, tol=tol, max_iter=max_iter)
-    else:
-        dpt, dang = _damped(t, damping), np.flatnonzero(t.dangling)
-        probe = _probe_rows(t, np.flatnonzero(p.any(axis=1)))
-        solve_block = partial(_power_iterate, dpt, dang, probe=probe, damping=damping, tol=tol, max_iter=max_iter)
+        return _solve_symmetric(t, p, damping, tol, max_iter)
+    dpt, dang = _damped(t, damping), np.flatnonzero(t.dangling)
+    probe = _probe_rows(t, np.flatnonzero(p.any(axis=1)))
     out = np.empty_like(p)
     for j in range(0, p.shape[1], width):
-        out[:, j:j + width] = solve_block(np.ascontiguousarray(p[:, j:j + width]))
+        out[:, j:j + width] = _power_iterate(dpt, dang, np.ascontiguousarray(p[:, j:j + width]), probe, damping,
+                                             tol, max_iter)
     return out / _colsum(out)
+
+
+def _solve_symmetric(t: Transition, p: np.ndarray, damping: float, tol: float, max_iter: int) -> np.ndarray:
+    """CG (``ppr_cg``) on the connected components holding the seeds when they are a small part of the graph
+    (PPR mass never leaves them), else on the whole graph."""
+    nodes = _seed_components(t, np.flatnonzero(p[:, 0]))
+    if nodes is None:
+        return ppr_cg.solve(_normalized(t), t.out_weight, p, damping, tol, max_iter)
+    out = np.zeros_like(p)
+    sub = _normalized(t)[nodes][:, nodes]
+    out[nodes] = ppr_cg.solve(sub, t.out_weight[nodes], p[nodes], damping, tol, max_iter)
+    return out
+
+
+def _seed_components(t: Transition, seeds: np.ndarray) -> np.ndarray | None:
+    """Nodes of the components containing ``seeds`` if they hold under 80% of the graph; None otherwise, and for
+    seed sets over 1% of the nodes (retrieval personalizations spread over all passages touch every component,
+    so the component labels are only computed for the few-seed case)."""
+    if seeds.size * 100 > t.n:
+        return None
+    if ("components",) not in t.cache:
+        t.cache[("components",)] = connected_components(t.pt, directed=False)[1]
+    labels = t.cache[("components",)]
+    touched = np.zeros(labels.max() + 1, dtype=bool)
+    touched[labels[seeds]] = True
+    nodes = np.flatnonzero(touched[labels])
+    return nodes if nodes.size < 0.8 * t.n else None

@@ -79,3 +79,17 @@ def test_normalized_adjacency_is_d_half_a_d_half():
     inv = np.divide(1.0, np.sqrt(deg), out=np.zeros_like(deg), where=deg > 0)
     np.testing.assert_allclose(ppr_cg.normalized_adjacency(t.pt, t.out_weight).toarray(),
                                inv[:, None] * a.toarray() * inv[None, :], atol=1e-15)
+
+
+def test_a_seed_in_a_small_component_is_solved_on_that_component_only():
+    g = weighted_graph("ba", 300, 8)
+    g.add_weighted_edges_from([(300, 301, 2.0), (301, 302, 1.0)])  # a separate 3-node component
+    t = transition_matrix(to_csr(g), symmetric=True)
+    p = np.zeros(303)
+    p[301] = 1.0
+    got = personalized_pagerank(t, p, tol=1e-9)
+    assert np.count_nonzero(got) == 3 and ("components",) in t.cache
+    assert np.abs(got - _nx_ppr(g, p, 0.85)).sum() <= 1e-9
+    p[:] = 0.0
+    p[[0, 301]] = 1.0  # seeds in both components: still exact
+    assert np.abs(personalized_pagerank(t, p) - _nx_ppr(g, p, 0.85)).sum() <= 1e-6
