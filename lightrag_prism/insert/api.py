@@ -19,6 +19,7 @@ from .entity_types import discover_entity_types, load_state, read_folder, state_
 from .jsonfile import read_json, write_json_atomic
 from .merging import agentic_merge, roll_forward
 from .pipeline import InsertHooks, content_key, make_prism_chunker
+from .rebuild import aliases_read_once
 from .timestamps import validate_timestamps
 
 logger = logging.getLogger(__name__)
@@ -97,6 +98,11 @@ class InsertFeaturesMixin:
             new = sorted(set(await graph.get_all_labels()) - before)
             self.last_merge_report = await agentic_merge(self, new, threshold)
         return track
+
+    async def adelete_by_doc_id(self, *args, **kwargs):
+        """LightRAG's ``adelete_by_doc_id``; its rebuild of shared entities reads the alias file once."""
+        with aliases_read_once():
+            return await super().adelete_by_doc_id(*args, **kwargs)
 
     def insert(self, input, split_by_character=None, split_by_character_only=False, ids=None, file_paths=None,
                track_id=None, *, timestamps=None, agentic_merging: bool = False,

@@ -11,13 +11,17 @@ post-processing, so without this module a rebuild would
 
 :func:`rebuild_hook` (installed around ``_rebuild_from_extraction_result`` by ``patches/insert_hooks.py``)
 re-applies the chunk's timestamp and renames entities through the alias map that every merge records
-(``prism_entity_aliases.json``: merged-away name → canonical name, chains resolved).
+(``prism_entity_aliases.json``: merged-away name → canonical name, chains resolved). Inside
+:func:`aliases_read_once` (``PrismRAG.adelete_by_doc_id`` enters it) the file is read once for all rebuilt chunks.
 """
 
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
+from typing import Iterator
 
 from .. import patches
 from .jsonfile import read_json, write_json_atomic
@@ -26,9 +30,31 @@ from .timestamps import prefix_description
 
 ALIAS_FILE = "prism_entity_aliases.json"
 
+# Storage directory → its alias map, for the operation (one delete) that entered aliases_read_once().
+_read_aliases: ContextVar[dict[str, dict[str, str]] | None] = ContextVar("prism_read_aliases", default=None)
+
 
 def load_aliases(directory: str) -> dict[str, str]:
     return read_json(Path(directory) / ALIAS_FILE, {})
+
+
+@contextmanager
+def aliases_read_once() -> Iterator[None]:
+    """Within this block each storage directory's alias file is read at most once (by the first rebuilt chunk)."""
+    token = _read_aliases.set({})
+    try:
+        yield
+    finally:
+        _read_aliases.reset(token)
+
+
+def _aliases_for(directory: str) -> dict[str, str]:
+    read = _read_aliases.get()
+    if read is None:  # a rebuild outside a delete (e.g. LightRAG's custom-KG rollback): read it now
+        return load_aliases(directory)
+    if directory not in read:
+        read[directory] = load_aliases(directory)
+    return read[directory]
 
 
 def resolve(aliases: dict[str, str], name: str) -> str:
@@ -83,7 +109,7 @@ def _rename_edges(edges: dict, aliases: dict[str, str], timestamp: str | None) -
 
 async def rebuild_hook(storage, chunk_id: str, chunk_data: dict, nodes: dict, edges: dict) -> tuple[dict, dict]:
     timestamp = chunk_data.get(TIMESTAMP_FIELD)
-    aliases = load_aliases(_storage_dir(storage))
+    aliases = _aliases_for(_storage_dir(storage))
     if not timestamp and not aliases:
         return nodes, edges
     return _rename_nodes(nodes, aliases, timestamp), _rename_edges(edges, aliases, timestamp)

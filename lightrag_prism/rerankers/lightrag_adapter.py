@@ -56,13 +56,17 @@ def rerank_model_func_for(
     """LightRAG's ``rerank_model_func`` backed by ``strategy`` ("tournament" or "listwise") and ``rag``'s LLM.
 
     ``knobs`` go to the reranker (``window_size``, ``overlap``, ``all_pairs_below``, ``prompt``, ...);
-    ``max_concurrency`` defaults to ``rag.llm_model_max_async``. A new reranker is built per call, so repeated
-    queries are served by LightRAG's LLM cache (persisted in the working dir), not by an in-memory cache.
+    ``max_concurrency`` defaults to ``rag.llm_model_max_async``. The reranker is built once, here (it depends on
+    ``rag``, ``strategy`` and ``knobs`` only); the tournament's in-memory verdict cache is off unless ``cache_size``
+    is given, so repeated queries are served by LightRAG's LLM cache (persisted in the working dir).
     Without a configured LLM (PrismRAG's offline stand-in) the documents keep their retrieval order (scores
     1 → 0 by rank) and a warning is logged; no LLM call is made.
     """
     knobs.setdefault("max_concurrency", max(1, int(rag.llm_model_max_async)))
-    make_reranker(strategy, instance_llm(rag, cache_type=strategy), **knobs)  # validate the knobs now
+    if strategy == "tournament":
+        knobs.setdefault("cache_size", 0)  # the reranker outlives a call: keep LightRAG's cache the only one
+    func = as_rerank_model_func(make_reranker(strategy, instance_llm(rag, cache_type=strategy), **knobs),
+                                on_outcome=on_outcome)
 
     async def rerank_model_func(query: str, documents: list[str], top_n: int | None = None,
                                 **kwargs: Any) -> list[dict[str, Any]]:
@@ -70,8 +74,6 @@ def rerank_model_func_for(
             logger.warning("%s rerank: no LLM configured; keeping retrieval order", strategy)
             n = len(documents) if top_n is None else min(top_n, len(documents))
             return [{"index": i, "relevance_score": 1.0 - i / max(1, len(documents))} for i in range(n)]
-        reranker = make_reranker(strategy, instance_llm(rag, cache_type=strategy), **knobs)
-        func = as_rerank_model_func(reranker, on_outcome=on_outcome)
         return await func(query, documents, top_n, **kwargs)
 
     rerank_model_func.__name__ = f"{strategy}_rerank_model_func"

@@ -87,9 +87,11 @@ def _digest(text: str) -> str:
 
 @dataclass
 class _Tally:
-    """Per-``rerank`` bookkeeping."""
+    """Per-``rerank`` bookkeeping; ``query_key``/``doc_keys`` are the texts' cache digests, hashed once per call."""
 
     semaphore: asyncio.Semaphore
+    query_key: str
+    doc_keys: list[str]
     calls: int = 0
     unparseable: int = 0
     errors: int = 0
@@ -128,7 +130,7 @@ class TournamentReranker(Reranker):
         n = len(documents)
         if n < 2:
             return RerankOutcome(list(range(n)), [1.0] * n, [], 0, 1.0)
-        tally = _Tally(asyncio.Semaphore(self.max_concurrency))
+        tally = _Tally(asyncio.Semaphore(self.max_concurrency), _digest(query), [_digest(d) for d in documents])
         players, eliminated_in, rounds = list(range(n)), {}, 0
         while len(players) >= self.all_pairs_below:
             rounds += 1
@@ -181,19 +183,20 @@ class TournamentReranker(Reranker):
     async def _match(self, query: str, documents: list[str], a: int, b: int, tally: _Tally) -> float:
         """Points of ``a`` against ``b`` in [0, 1]: mean over both presentation orders."""
         first, second = await asyncio.gather(
-            self._judge(query, documents[a], documents[b], tally),
-            self._judge(query, documents[b], documents[a], tally),
+            self._judge(query, documents, a, b, tally),
+            self._judge(query, documents, b, a, tally),
         )
         points_first = {"A": 1.0, "B": 0.0}.get(first, 0.5)  # a shown as A
         points_second = {"B": 1.0, "A": 0.0}.get(second, 0.5)  # a shown as B
         return (points_first + points_second) / 2
 
-    async def _judge(self, query: str, passage_a: str, passage_b: str, tally: _Tally) -> Verdict:
-        key = (_digest(query), _digest(passage_a), _digest(passage_b))
+    async def _judge(self, query: str, documents: list[str], a: int, b: int, tally: _Tally) -> Verdict:
+        """Verdict with ``documents[a]`` shown as passage A and ``documents[b]`` as passage B."""
+        key = (tally.query_key, tally.doc_keys[a], tally.doc_keys[b])
         if key in self._cache:
             self._cache.move_to_end(key)
             return self._cache[key]
-        prompt = self.prompt.format(query=query, passage_a=passage_a, passage_b=passage_b)
+        prompt = self.prompt.format(query=query, passage_a=documents[a], passage_b=documents[b])
         tally.calls += 1
         try:
             async with tally.semaphore:

@@ -89,8 +89,7 @@ async def _chunks(ctx: "QueryContext", snapshot: GraphSnapshot, best: np.ndarray
 
 async def assemble(ctx: "QueryContext", snapshot: GraphSnapshot, scorer: "HopScorer", paths: list["Path"],
                    label: Callable) -> None:
-    """Fill ``ctx.retrieval`` from ``paths`` (already reduced to paths with at least one relation)."""
-    paths = sorted(paths, key=lambda p: -p.score)
+    """Fill ``ctx.retrieval`` from ``paths`` (already best first and reduced to paths with at least one relation)."""
     retrieval = ctx.retrieval
     if not paths:
         return

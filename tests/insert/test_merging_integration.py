@@ -125,6 +125,31 @@ async def test_delete_by_document_after_merge(scripted_server, tmp_path, deleted
     await rag.finalize_storages()
 
 
+
+@pytest.mark.asyncio
+async def test_delete_reads_the_alias_file_once_for_all_rebuilt_chunks(scripted_server, tmp_path, monkeypatch):
+    from lightrag_prism.insert import rebuild
+
+    scripted_server.script(JUDGE_MARKER, judge(ACME))
+    rag = await make_rag(scripted_server, tmp_path)
+    await rag.ainsert(D1, ids=["d1"])
+    for doc, doc_id in ((D2, "d2"), (D3, "d3")):
+        await rag.ainsert(doc, ids=[doc_id], agentic_merging=True, agentic_merging_threshold=0.5)
+    reads, hooked = [], []
+    load, hook = rebuild.load_aliases, rebuild.rebuild_hook
+    monkeypatch.setattr(rebuild, "load_aliases", lambda directory: reads.append(directory) or load(directory))
+
+    async def counting_hook(storage, chunk_id, *args):
+        hooked.append(chunk_id)
+        return await hook(storage, chunk_id, *args)
+
+    monkeypatch.setattr(rebuild.patches.insert_hooks, "_rebuild_hook", [counting_hook])
+    await rag.adelete_by_doc_id("d1")
+    assert len(set(hooked)) == 2 and len(reads) == 1  # two remaining chunks rebuilt, one read of the file
+    assert set(await rag.chunk_entity_relation_graph.get_all_labels()) == {"Acme Corporation", "Bob Stone", "Texas"}
+    await assert_graph_consistent(rag)
+    await rag.finalize_storages()
+
 @pytest.mark.asyncio
 async def test_crash_mid_merge_is_rolled_forward_by_a_new_instance(scripted_server, tmp_path):
     scripted_server.script(JUDGE_MARKER, judge(ACME))

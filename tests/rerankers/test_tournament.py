@@ -128,6 +128,19 @@ def test_cache_makes_a_repeated_query_free():
     assert run(reranker, docs).llm_calls == 72
 
 
+
+@pytest.mark.parametrize("n", [5, 16])
+def test_each_text_is_hashed_once_per_rerank(n, monkeypatch):
+    from lightrag_prism.rerankers import tournament
+
+    hashed = []
+    digest = tournament._digest
+    monkeypatch.setattr(tournament, "_digest", lambda text: hashed.append(text) or digest(text))
+    docs = make_docs(shuffled(n))
+    outcome = run(TournamentReranker(RelevanceJudge()), docs, query="q")
+    assert outcome.llm_calls == tournament_call_count(n)  # many comparisons, one digest per text
+    assert sorted(hashed) == sorted(docs + ["q"])
+
 def test_failed_calls_are_not_cached():
     judge = Raising()
     reranker = TournamentReranker(judge)

@@ -11,7 +11,7 @@ from lightrag_prism.rerankers import tournament_call_count
 from lightrag_prism.rerankers.lightrag_adapter import (
     DeferredRerankFunc, install_rerank_model_func, rerank_model_func_for,
 )
-from tests.retrievers.support import PAIRWISE_MARK, QUERY, build_rag, chunk_numbers, prefer_higher_number
+from tests.retrievers.support import DOCS, PAIRWISE_MARK, QUERY, build_rag, chunk_numbers, prefer_higher_number
 
 
 @pytest.fixture(autouse=True)
@@ -137,6 +137,30 @@ def test_rerank_func_without_llm_keeps_order_and_calls_nothing(scripted_server, 
                                   {"index": 1, "relevance_score": pytest.approx(2 / 3)}]
     assert scripted_server.chat_requests() == []
 
+
+
+def test_rerank_func_builds_one_reranker_and_repeats_come_from_lightrag_cache(scripted_server, tmp_path, monkeypatch):
+    from lightrag_prism.rerankers import lightrag_adapter
+
+    built, outcomes = [], []
+    make = lightrag_adapter.make_reranker
+    monkeypatch.setattr(lightrag_adapter, "make_reranker", lambda *a, **k: built.append(a[0]) or make(*a, **k))
+    docs = [DOCS[k] for k in (3, 1, 4, 2)]
+
+    async def run():
+        rag = await build_rag(scripted_server, tmp_path / "store")
+        scripted_server.script(PAIRWISE_MARK, prefer_higher_number)
+        func = rerank_model_func_for(rag, "tournament", on_outcome=outcomes.append)
+        try:
+            return [await func(query=QUERY, documents=docs) for _ in range(2)]
+        finally:
+            await rag.finalize_storages()
+
+    first, second = asyncio.run(run())
+    assert built == ["tournament"]  # once, not once per call
+    assert first == second and [docs[r["index"]] for r in first] == [DOCS[k] for k in (4, 3, 2, 1)]
+    assert scripted_server.count(PAIRWISE_MARK) == tournament_call_count(4)  # the repeat sent nothing ...
+    assert [o.llm_calls for o in outcomes] == [tournament_call_count(4)] * 2  # ... LightRAG's cache answered it
 
 def test_unknown_strategy_lists_choices(scripted_server, tmp_path):
     async def run():
