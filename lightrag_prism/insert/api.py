@@ -19,6 +19,7 @@ from .entity_types import discover_entity_types, load_state, read_folder, state_
 from .jsonfile import read_json, write_json_atomic
 from .merging import agentic_merge, roll_forward
 from .pipeline import InsertHooks, content_key, make_prism_chunker
+from ..retrievers.hipporag_facts import refresh_after_insert
 from .rebuild import aliases_read_once
 from .timestamps import validate_timestamps
 
@@ -82,7 +83,8 @@ class InsertFeaturesMixin:
     async def ainsert(self, input, split_by_character=None, split_by_character_only=False, ids=None,
                       file_paths=None, track_id=None, *, timestamps=None, agentic_merging: bool = False,
                       agentic_merging_threshold: float = 0.8) -> str:
-        """LightRAG's ``ainsert`` plus per-document ``timestamps`` and agentic merging of the new entities."""
+        """LightRAG's ``ainsert`` plus per-document ``timestamps`` and agentic merging of the new entities; then the
+        hipporag/prism name and fact indexes, if those modes have built them, take in the new entities and facts."""
         docs = [input] if isinstance(input, str) else list(input)
         stamps = validate_timestamps(timestamps, len(docs)) if timestamps is not None else None
         threshold = _check_threshold(agentic_merging_threshold) if agentic_merging else None
@@ -97,6 +99,7 @@ class InsertFeaturesMixin:
         if agentic_merging:
             new = sorted(set(await graph.get_all_labels()) - before)
             self.last_merge_report = await agentic_merge(self, new, threshold)
+        await refresh_after_insert(self)
         return track
 
     async def adelete_by_doc_id(self, *args, **kwargs):
