@@ -59,9 +59,11 @@ def seed_weights(fact_rows: np.ndarray, fact_scores: np.ndarray, edge_src: np.nd
     return weights
 
 
-def _chunks(graph: HippoGraph, scores: np.ndarray, k: int, found_by: str, head_above: float = np.inf
-            ) -> list[ScoredItem]:
-    """The top ``k`` passages; those scoring above ``head_above`` came from the dense head (``found_by="dense"``)."""
+def passage_items(graph: HippoGraph, scores: np.ndarray, k: int, found_by: str, head_above: float = np.inf
+                  ) -> list[ScoredItem]:
+    """The top ``k`` valid passages by ``scores``; those scoring above ``head_above`` came from the dense head
+    (``found_by="dense"``)."""
+    scores = np.where(graph.passage_valid, scores, -np.inf)
     return [ScoredItem("chunk", graph.passage_ids[i], float(scores[i]),
                        ("dense",) if scores[i] > head_above else (found_by,),
                        {"content": graph.passage_data[i]["content"], "file_path": graph.passage_data[i]["file_path"]})
@@ -108,10 +110,7 @@ async def retrieve(ctx) -> Retrieval:
     snapshot = await ctx.snapshot()
     graph, facts = await asyncio.gather(hipporag_graph(rag, snapshot), fact_view(rag, snapshot))
     query_vector = (await ctx.embed([ctx.query]))[0]
-    valid = graph.passage_valid
-    dense = graph.passage_vectors @ query_vector if len(valid) else np.zeros(0)
-    if len(valid) and not valid.all():  # a chunk text_chunks lost can be neither a dense head nor a dense max
-        dense = np.where(valid, dense, dense[valid].min() if valid.any() else 0.0)
+    dense = graph.dense_scores(query_vector)
     k = param.chunk_top_k or param.top_k
     rows, scores = top_facts(facts, query_vector, param.linking_top_k)
     candidates = [facts.facts[r] for r in rows.tolist()]
@@ -122,7 +121,7 @@ async def retrieve(ctx) -> Retrieval:
                 n_passages=len(graph.passage_ids), n_synonym_edges=graph.n_synonym_edges)
     if not kept:
         out.record_fallback("hipporag_ppr", "no fact survived: dense passage ranking")
-        out.chunks = _chunks(graph, np.where(valid, dense, -np.inf), k, "dense")
+        out.chunks = passage_items(graph, dense, k, "dense")
         meta.update(seeds=[], ranking="dense", seconds=time.perf_counter() - started)
         return out
     kept_rows = rows[kept]
@@ -130,7 +129,7 @@ async def retrieve(ctx) -> Retrieval:
                          graph.entity_num_chunks, param.top_seed_phrases)
     passage_scores = rank_passages(graph, seeds, dense, param)
     head_above = 1.0 if param.hipporag_dense_head > 0 else np.inf  # PPR probabilities are <= 1
-    out.chunks = _chunks(graph, np.where(valid, passage_scores, -np.inf), k, "ppr", head_above)
+    out.chunks = passage_items(graph, passage_scores, k, "ppr", head_above)
     seed_rows = np.flatnonzero(seeds)
     seed_rows = seed_rows[np.argsort(-seeds[seed_rows], kind="stable")]
     out.entities = [ScoredItem("entity", snapshot.node_ids[i], float(seeds[i]), ("fact",),

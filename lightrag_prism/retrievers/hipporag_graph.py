@@ -128,6 +128,15 @@ class HippoGraph:
     n_synonym_edges: int
     build_seconds: dict[str, float]
 
+    def dense_scores(self, query_vector: np.ndarray) -> np.ndarray:
+        """Cosine of every passage to the query; a passage text_chunks lost gets the minimum, so it can be neither
+        a dense head nor the dense maximum."""
+        valid = self.passage_valid
+        if not len(valid):
+            return np.zeros(0)
+        dense = self.passage_vectors @ query_vector
+        return dense if valid.all() else np.where(valid, dense, dense[valid].min() if valid.any() else 0.0)
+
 
 async def all_passage_ids(rag, snapshot: GraphSnapshot) -> list[str]:
     """Graph-referenced chunk ids first (snapshot order), then the other chunks of processed documents."""

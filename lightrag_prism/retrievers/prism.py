@@ -28,7 +28,7 @@ from ..vectors import chunk_matrix
 from . import prism_expand as px
 from . import prism_rank as pr
 from .prism_rank import top_indices
-from .hipporag import MIN_KEPT_FACT_SCORE, dense_head, seed_weights
+from .hipporag import MIN_KEPT_FACT_SCORE, dense_head, passage_items, seed_weights
 from .hipporag_facts import fact_view, rank_facts
 from .hipporag_graph import HippoGraph, hipporag_graph, passage_incidence
 from .recognition import filter_retrieval
@@ -197,25 +197,12 @@ async def _linked_seeds(ctx, snap, sig: px.QuerySignals) -> tuple[np.ndarray, np
     return pr.seed_vector(seeds, linked, num_chunks), fact_ids, fact_scores
 
 
-def _passage_dense(hippo: HippoGraph, query_vec: np.ndarray) -> np.ndarray:
-    """Dense score of every passage; a passage text storage lost gets the minimum (never a head, never a max)."""
-    if not len(hippo.passage_ids):
-        return np.zeros(0)
-    dense = hippo.passage_vectors @ query_vec
-    valid = hippo.passage_valid
-    return dense if valid.all() else np.where(valid, dense, dense[valid].min() if valid.any() else 0.0)
-
-
 def _ranked_chunks(hippo: HippoGraph, scores: np.ndarray, dense: np.ndarray, param, ranked_by: str):
     """The top chunks by ``scores`` (PPR probabilities), after the ``prism_dense_head`` best dense passages."""
-    head_above = np.inf
-    if ranked_by != "dense":
-        scores, head_above = dense_head(scores, dense, param.prism_dense_head), 1.0  # head scores are > 1
-    scores = np.where(hippo.passage_valid, scores, -np.inf)
-    return [ScoredItem("chunk", hippo.passage_ids[i], float(scores[i]),
-                       ("dense",) if scores[i] > head_above else (ranked_by,),
-                       {"content": hippo.passage_data[i]["content"], "file_path": hippo.passage_data[i]["file_path"]})
-            for i in top_indices(scores, _cap(param)).tolist()]
+    if ranked_by == "dense":
+        return passage_items(hippo, dense, _cap(param), "dense")
+    head = dense_head(scores, dense, param.prism_dense_head)
+    return passage_items(hippo, head, _cap(param), ranked_by, head_above=1.0)  # head scores are > 1
 
 
 def _ppr_feed(seed_vec: np.ndarray, feed: np.ndarray, num_chunks: np.ndarray, weight: float) -> np.ndarray:
@@ -246,7 +233,7 @@ async def retrieve(ctx) -> Retrieval:
     seed_vec, fact_ids, fact_scores = await _linked_seeds(ctx, snap, sig)
     seeds = np.flatnonzero(seed_vec)
     seeds = seeds[np.lexsort((seeds, -seed_vec[seeds]))]
-    dense = _passage_dense(hippo, sig.query_vec)
+    dense = hippo.dense_scores(sig.query_vec)
     passage_scores = {}
 
     def passage_aware_ppr(feed: np.ndarray) -> np.ndarray:

@@ -15,6 +15,15 @@ async def make_rag(server, tmp_path, **overrides) -> PrismRAG:
     return rag
 
 
+async def make_offline_rag(server, tmp_path) -> PrismRAG:
+    """The same instance with no LLM configured (the fallback paths)."""
+    kwargs = lightrag_kwargs(server, tmp_path)
+    kwargs.pop("llm_model_func")
+    rag = PrismRAG(**kwargs)
+    await rag.initialize_storages()
+    return rag
+
+
 async def reopen(rag: PrismRAG, server, **overrides) -> PrismRAG:
     """A new instance on the same working_dir and workspace (what a restarted process would build)."""
     kwargs = lightrag_kwargs(server, rag.working_dir, workspace=rag.workspace, **overrides)

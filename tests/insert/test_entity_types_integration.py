@@ -7,10 +7,8 @@ import json
 import pytest
 from lightrag.prompt import PROMPTS
 
-from lightrag_prism import PrismRAG
 from lightrag_prism.insert.entity_types import STATE_FILE, guidance_types
-from tests.helpers import lightrag_kwargs
-from tests.insert._rag import FreshLoop, make_rag, reopen, user_prompts
+from tests.insert._rag import FreshLoop, make_offline_rag, make_rag, reopen, user_prompts
 
 TYPE_MARKER = "You are designing the entity types"
 DOCS = ["Apple Q3 2024 earnings call: iPhone revenue 39.3 billion USD, EPS 1.40, operating margin 31 percent.",
@@ -87,10 +85,7 @@ async def test_garbage_answers_add_nothing(scripted_server, tmp_path):
 
 @pytest.mark.asyncio
 async def test_without_llm_base_types_are_kept(scripted_server, tmp_path):
-    kwargs = lightrag_kwargs(scripted_server, tmp_path)
-    kwargs.pop("llm_model_func")
-    rag = PrismRAG(**kwargs)
-    await rag.initialize_storages()
+    rag = await make_offline_rag(scripted_server, tmp_path)
     result = await rag.aentity_type_aug(texts=DOCS)
     assert result["fallback"].startswith("no LLM configured")
     assert result["added_types"] == [] and scripted_server.chat_requests() == []

@@ -7,12 +7,10 @@ import re
 
 import pytest
 
-from lightrag_prism import PrismRAG
 from lightrag_prism.insert.merge_log import MergeLog
 from lightrag_prism.insert.merging import PLANS_FILE
-from tests.helpers import lightrag_kwargs
 from tests.insert._rag import (
-    FreshLoop, assert_graph_consistent, make_rag, node_descriptions, reopen, user_prompts)
+    FreshLoop, assert_graph_consistent, make_offline_rag, make_rag, node_descriptions, reopen, user_prompts)
 
 JUDGE_MARKER = "You deduplicate entities"
 D1 = "Acme Corp builds rockets in Texas with Bob Stone."
@@ -60,14 +58,21 @@ async def test_new_duplicate_is_merged_and_relations_kept(scripted_server, tmp_p
     await rag.finalize_storages()
 
 
-@pytest.mark.asyncio
-async def test_parallel_edge_weights_are_summed(scripted_server, tmp_path):
-    scripted_server.script(JUDGE_MARKER, judge(ACME))
-    rag = await make_rag(scripted_server, tmp_path)
+async def _rag_with_a_heavier_acme_edge(server, tmp_path):
+    """D1 and D2 inserted, the judge scripted to merge ACME, and "Acme Corp"-"Texas" weighted 5 (repeated evidence)."""
+    server.script(JUDGE_MARKER, judge(ACME))
+    rag = await make_rag(server, tmp_path)
     await rag.ainsert([D1, D2], ids=["d1", "d2"])
     graph = rag.chunk_entity_relation_graph
     edge = await graph.get_edge("Acme Corp", "Texas")
-    await graph.upsert_edge("Acme Corp", "Texas", {**edge, "weight": 5.0})  # e.g. repeated evidence
+    await graph.upsert_edge("Acme Corp", "Texas", {**edge, "weight": 5.0})
+    return rag
+
+
+@pytest.mark.asyncio
+async def test_parallel_edge_weights_are_summed(scripted_server, tmp_path):
+    rag = await _rag_with_a_heavier_acme_edge(scripted_server, tmp_path)
+    graph = rag.chunk_entity_relation_graph
     report = await rag.aagentic_merge(["Acme Corp"], threshold=0.5)
     assert report["clusters"] and report["clusters"][0]["weights_changed"] >= 1
     assert (await graph.get_edge("Acme Corporation", "Texas"))["weight"] == 6.0  # 5 + 1, LightRAG alone keeps 5
@@ -150,14 +155,10 @@ async def test_delete_reads_the_alias_file_once_for_all_rebuilt_chunks(scripted_
     await assert_graph_consistent(rag)
     await rag.finalize_storages()
 
+
 @pytest.mark.asyncio
 async def test_crash_mid_merge_is_rolled_forward_by_a_new_instance(scripted_server, tmp_path):
-    scripted_server.script(JUDGE_MARKER, judge(ACME))
-    rag = await make_rag(scripted_server, tmp_path)
-    await rag.ainsert([D1, D2], ids=["d1", "d2"])
-    graph = rag.chunk_entity_relation_graph
-    edge = await graph.get_edge("Acme Corp", "Texas")
-    await graph.upsert_edge("Acme Corp", "Texas", {**edge, "weight": 5.0})
+    rag = await _rag_with_a_heavier_acme_edge(scripted_server, tmp_path)
 
     def crash(point):
         if point == "after_amerge":
@@ -181,10 +182,7 @@ async def test_crash_mid_merge_is_rolled_forward_by_a_new_instance(scripted_serv
 
 @pytest.mark.asyncio
 async def test_without_llm_nothing_is_merged(scripted_server, tmp_path):
-    kwargs = lightrag_kwargs(scripted_server, tmp_path)
-    kwargs.pop("llm_model_func")
-    rag = PrismRAG(**kwargs)
-    await rag.initialize_storages()
+    rag = await make_offline_rag(scripted_server, tmp_path)
     await rag.ainsert([D1, D2], ids=["d1", "d2"], agentic_merging=True)
     assert rag.last_merge_report["fallback"].startswith("no LLM configured")
     assert "Acme Corp" in await rag.chunk_entity_relation_graph.get_all_labels()
