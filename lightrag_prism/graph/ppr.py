@@ -114,7 +114,8 @@ def transition_matrix(adj, symmetric: bool = False) -> Transition:
     else:
         pt = sp.csr_matrix((sp.diags(inv) @ adj).T)  # one transpose at build time, none per query
     pt.sort_indices()
-    return Transition(pt=pt, dangling=dangling, hubs=_hub_rows(pt), out_weight=out_w, symmetric=symmetric)
+    hubs = None if symmetric else _hub_rows(pt)  # symmetric single solves never probe; batches compute them lazily
+    return Transition(pt=pt, dangling=dangling, hubs=hubs, out_weight=out_w, symmetric=symmetric)
 
 
 def edge_reweighted(adj, edge_factor) -> sp.csr_matrix:

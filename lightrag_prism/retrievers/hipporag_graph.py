@@ -35,6 +35,7 @@ from ..graph.ppr import Transition, transition_matrix
 from ..snapshot import GraphSnapshot
 from ..vectors import vectors_by_id
 from .hipporag_index import EmbeddingIndex, storage_dir
+from .prism_rank import PassageGraph, build_passage_graph
 
 logger = logging.getLogger(__name__)
 
@@ -123,7 +124,7 @@ class HippoGraph:
     passage_valid: np.ndarray  # False for ids text_chunks no longer holds (never returned)
     entity_num_chunks: np.ndarray  # passages containing each entity (HippoRAG's ent_node_to_num_chunk)
     adj: sp.csr_matrix
-    synonyms: sp.csr_matrix  # the N x N synonym block of ``adj`` on its own (prism reweights the fact block)
+    structure: PassageGraph  # ``adj`` with its fact weights apart, so prism re-weights them per query
     transition: Transition
     n_synonym_edges: int
     build_seconds: dict[str, float]
@@ -174,15 +175,6 @@ def passage_incidence(snapshot: GraphSnapshot, n_passages: int) -> sp.csr_matrix
     return sp.csr_matrix((np.ones(inc.nnz), inc.indices, inc.indptr), shape=(snapshot.num_nodes, n_passages))
 
 
-def combined_adjacency(snapshot: GraphSnapshot, n_passages: int, synonyms: sp.csr_matrix) -> sp.csr_matrix:
-    """Symmetric CSR over ``[entities; passages]``: fact + synonym edges, passage-entity incidence (1.0)."""
-    incidence = passage_incidence(snapshot, n_passages)
-    entity_block = (sp.csr_matrix(snapshot.adj, dtype=np.float64) + synonyms).tocsr()
-    adj = sp.bmat([[entity_block, incidence], [incidence.T, None]], format="csr")
-    adj.sum_duplicates()
-    return adj
-
-
 async def hipporag_graph(rag, snapshot: GraphSnapshot) -> HippoGraph:
     """The graph view of ``snapshot`` (built once per snapshot version, synonyms updated incrementally)."""
     cached = snapshot.derived.get("hipporag_graph")
@@ -201,12 +193,13 @@ async def hipporag_graph(rag, snapshot: GraphSnapshot) -> HippoGraph:
             await asyncio.to_thread(state.synonyms.update, names, name_vectors)
         timings["synonyms"] = time.perf_counter() - start
         ids, data, vectors = await _passages(rag, snapshot)
-        synonyms = synonym_adjacency(snapshot, state.synonyms.pairs)
-        adj = combined_adjacency(snapshot, len(ids), synonyms)
+        structure = build_passage_graph(snapshot, synonym_adjacency(snapshot, state.synonyms.pairs),
+                                        passage_incidence(snapshot, len(ids)))
+        adj = structure.adjacency(np.ones(snapshot.num_edges))
         num_chunks = np.asarray(snapshot.entity_chunks.sum(axis=1)).ravel() if names else np.zeros(0)
         view = HippoGraph(n_entities=len(names), passage_ids=ids, passage_data=data, passage_vectors=vectors,
                           passage_valid=np.array([d["valid"] for d in data], dtype=bool),
-                          entity_num_chunks=num_chunks, adj=adj, synonyms=synonyms,
+                          entity_num_chunks=num_chunks, adj=adj, structure=structure,
                           transition=transition_matrix(adj, symmetric=True),
                           n_synonym_edges=len(state.synonyms.pairs), build_seconds=timings)
         snapshot.derived["hipporag_graph"] = view

@@ -30,7 +30,7 @@ from . import prism_rank as pr
 from .prism_rank import top_indices
 from .hipporag import MIN_KEPT_FACT_SCORE, dense_head, passage_items, seed_weights
 from .hipporag_facts import fact_view, rank_facts
-from .hipporag_graph import HippoGraph, hipporag_graph, passage_incidence
+from .hipporag_graph import HippoGraph, hipporag_graph
 from .recognition import filter_retrieval
 
 KIND = "kg"
@@ -165,20 +165,6 @@ async def augment(ctx, stock_result: dict) -> dict:
     return _as_search_result(retrieval, stock_result)
 
 
-PASSAGE_GRAPH_KEY = "prism_passage_graph"
-
-
-async def _passage_graph(ctx, snap) -> tuple[HippoGraph, pr.PassageGraph]:
-    """HippoRAG's entity + passage view (passages, synonyms; shared with the hipporag mode) and prism's
-    re-weightable CSR of it, both cached per snapshot."""
-    hippo = await hipporag_graph(ctx.rag, snap)
-    graph = snap.derived.get(PASSAGE_GRAPH_KEY)
-    if graph is None:
-        incidence = passage_incidence(snap, len(hippo.passage_ids))
-        graph = snap.derived[PASSAGE_GRAPH_KEY] = pr.build_passage_graph(snap, hippo.synonyms, incidence)
-    return hippo, graph
-
-
 async def _linked_seeds(ctx, snap, sig: px.QuerySignals) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(N,) seed weights, the linked fact ids and their scores (fact linking + name linking, see prism_rank).
     When nothing links (no fact asked for, no name in the query), the entity nearest the query is the seed."""
@@ -228,7 +214,7 @@ async def retrieve(ctx) -> Retrieval:
     knobs = resolve_prism_knobs(param)
     if not param.prism_keyword_vectors:  # the query's own vector stands in for both keyword lists
         ctx.ll_keywords = ctx.hl_keywords = ""
-    (hippo, graph), facts = await asyncio.gather(_passage_graph(ctx, snap), fact_view(ctx.rag, snap))
+    hippo, facts = await asyncio.gather(hipporag_graph(ctx.rag, snap), fact_view(ctx.rag, snap))  # shared view
     sig = await px.query_signals(ctx, snap, relations=facts.vectors)  # fact texts: one relation matrix, not two
     seed_vec, fact_ids, fact_scores = await _linked_seeds(ctx, snap, sig)
     seeds = np.flatnonzero(seed_vec)
@@ -238,7 +224,8 @@ async def retrieve(ctx) -> Retrieval:
 
     def passage_aware_ppr(feed: np.ndarray) -> np.ndarray:
         entity_weights = _ppr_feed(seed_vec, feed, pr.entity_num_chunks(snap), param.prism_expansion_weight)
-        entity, passages = pr.passage_ppr(graph, entity_weights, param.prism_passage_weight * pr.minmax(dense),
+        passage_weights = param.prism_passage_weight * pr.minmax(dense)
+        entity, passages = pr.passage_ppr(hippo.structure, entity_weights, passage_weights,
                                           px.edge_factor(sig.rel_sim, param.ppr_edge_floor), knobs["ppr_damping"])
         passage_scores["ppr"] = passages
         return entity
