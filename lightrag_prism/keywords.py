@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-_STOP_WORDS = frozenset(
+STOP_WORDS = frozenset(
     """a an the and or but if of at by for with about against between into through during before after above below
     to from up down in out on off over under again further then once here there when where why how all any both each
     few more most other some such no nor not only own same so than too very s t can will just don should now is are
@@ -33,7 +33,7 @@ _WORD = re.compile(r"[^\W_]+(?:['’\-][^\W_]+)*", re.UNICODE)
 
 
 def _content_words(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text) if w.lower() not in _STOP_WORDS and len(w) > 1]
+    return [w for w in _WORD.findall(text) if w.lower() not in STOP_WORDS and len(w) > 1]
 
 
 def entity_spans(query: str) -> list[str]:
@@ -43,7 +43,7 @@ def entity_spans(query: str) -> list[str]:
         span = match.group(0).strip(" .-")
         words = span.split()
         # A sentence-initial question word is not an entity ("Who", "When did").
-        while words and words[0].lower() in _STOP_WORDS:
+        while words and words[0].lower() in STOP_WORDS:
             words = words[1:]
         if words:
             spans.append(" ".join(words))

@@ -8,13 +8,17 @@ Three private symbols are used, each behind one small function here:
 * ``lightrag.operate._handle_entity_relation_summary``: the map-reduce description merge, looked up as a module
   global at call time by ``_merge_nodes_then_upsert``/``_merge_edges_then_upsert`` and the rebuild-after-delete
   path. Wrapped once at import; the wrapper calls the registered hook only when the ``global_config`` dict (which
-  is ``asdict(rag)``) carries a truthy ``timestamp_aware_summaries`` field, i.e. only for PrismRAG instances that
-  enable it. Plain LightRAG instances are unaffected.
+  is ``asdict(rag)``) has a ``timestamp_aware_summaries`` field, i.e. only for PrismRAG instances (the hook then
+  decides: bounded offline descriptions, timestamp-aware summaries, or LightRAG's own). Plain LightRAG instances
+  are unaffected.
 * ``lightrag.operate._rebuild_from_extraction_result``: re-parses a chunk's cached extraction when
   ``adelete_by_doc_id`` rebuilds shared entities. Wrapped once at import; for PrismRAG storages (their
   ``global_config`` has the ``timestamp_aware_summaries`` key) the registered hook post-processes the parsed
   records (timestamps, merged-entity aliases), so a rebuild sees the same names and prefixes as the insert did.
 * ``lightrag.lightrag._run_sync``: how LightRAG drives a coroutine from a sync wrapper (same loop checks).
+* ``lightrag.operate._process_extraction_result``: LightRAG's parser of extraction rows. The offline extractor's
+  rows go through it (:func:`parse_extraction_rows`), so names, types and descriptions are normalised exactly as
+  for an LLM's answer.
 * the private ``LightRAG._entity_extraction_prompt_profile`` field (copied into ``global_config``):
   :func:`config_with_extra_guidance` appends text to the entity-type guidance of one config copy (table chunks).
 """
@@ -31,6 +35,7 @@ _SYMBOLS = [
     ("lightrag.operate", "_handle_entity_relation_summary", 8),
     ("lightrag.lightrag", "_run_sync", 4),
     ("lightrag.operate", "_rebuild_from_extraction_result", 5),
+    ("lightrag.operate", "_process_extraction_result", 7),
 ]
 PRIVATE_SYMBOLS.extend(_SYMBOLS)
 for _symbol in _SYMBOLS:
@@ -84,7 +89,7 @@ def _summary_wrapper(original):
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         arguments = dict(bound.arguments)
-        if not _summary_hook or not (arguments.get("global_config") or {}).get(SUMMARY_FLAG):
+        if not _summary_hook or SUMMARY_FLAG not in (arguments.get("global_config") or {}):
             return await original(*args, **kwargs)
         return await _summary_hook[0](original, arguments)
 
@@ -131,6 +136,13 @@ def install_extract_hook(cls: type) -> None:
         return await hooks.extract(bound, chunks, pipeline_status, pipeline_status_lock, truncation_tally)
 
     cls._process_extract_entities = _process_extract_entities
+
+
+async def parse_extraction_rows(rows: str, chunk_id: str, timestamp: int, file_path: str) -> tuple[dict, dict]:
+    """``(nodes, edges)`` as LightRAG's extraction returns them for one chunk, parsed from rows in its format."""
+    from lightrag.operate import _process_extraction_result
+
+    return await _process_extraction_result(rows, chunk_id, timestamp, file_path)
 
 
 def run_sync(rag, coro_factory: Callable[[], Awaitable[Any]], name: str) -> Any:

@@ -5,7 +5,8 @@
   identical to stock LightRAG's. A document inserted with a timestamp gets a ``[Time: ts]`` header line on every
   chunk (so the timestamp shows in query context) and a ``prism_timestamp`` chunk field.
 * :class:`InsertHooks.extract` (called instead of ``LightRAG._process_extract_entities``, see
-  ``patches/insert_hooks.py``) strips that header before the extraction prompt, extracts table chunks with
+  ``patches/insert_hooks.py``) strips that header before extraction. Without an LLM the chunks go to the offline
+  extractor (:mod:`.offline_extraction`); with one, it extracts table chunks with
   :data:`TABLE_EXTRACTION_GUIDANCE` appended to the entity-type guidance of *their* prompt only (a copy of the
   global config per table chunk; other chunks use LightRAG's own call), and prefixes every extracted entity and
   relation description with ``[Time: ts]`` (idempotent).
@@ -25,6 +26,7 @@ from lightrag.utils import compute_mdhash_id, sanitize_text_for_encoding
 
 from .. import patches
 from .html_tables import find_table_spans
+from .offline_extraction import extract_offline
 from .table_chunker import make_table_aware_chunker, table_prompt_addon
 from .timestamps import prefix_description
 
@@ -119,6 +121,10 @@ class InsertHooks:
         chunk_timestamps = {cid: c[TIMESTAMP_FIELD] for cid, c in chunks.items() if c.get(TIMESTAMP_FIELD)}
         plain = {cid: dict(c, content=strip_time_header(c["content"], c.get(TIMESTAMP_FIELD)))
                  for cid, c in chunks.items()}
+        if hasattr(self.rag.llm_model_func, "extractor"):  # no LLM: the offline extractor, no LLM calls
+            results = await extract_offline(self.rag, plain)
+            _prefix_records(results, chunk_timestamps)
+            return results
         table_configs = {}
         if getattr(self.rag, "table_aware_chunking", False):
             table_configs = {cid: cfg for cid, c in plain.items()

@@ -1,6 +1,11 @@
-"""Timestamp-aware description merging (installed around LightRAG's ``_handle_entity_relation_summary``).
+"""Description merging for PrismRAG instances (installed around LightRAG's ``_handle_entity_relation_summary``).
 
-For an entity or relation whose description fragments carry ``[Time: ts]`` markers:
+**Without an LLM** (the offline stand-in), a description is the most informative distinct fragments within
+``offline_summary_max_tokens`` (:mod:`.bounded_summary`), chronological first when fragments carry timestamps;
+nothing is sent to the stand-in and nothing grows without bound.
+
+**With an LLM and** ``timestamp_aware_summaries=True``, for an entity or relation whose description fragments carry
+``[Time: ts]`` markers:
 
 1. fragments are put in chronological order (untimed ones last), so a plain ``<SEP>`` join is chronological;
 2. when LightRAG decides to summarise with the LLM, the summary prompt gets :data:`TIMESTAMP_SUMMARY_INSTRUCTION`
@@ -9,7 +14,7 @@ For an entity or relation whose description fragments carry ``[Time: ts]`` marke
    missing, the summary is discarded and the fragments are concatenated deterministically (chronological,
    deduplicated). The fallback is logged and counted in :data:`SUMMARY_STATS`.
 
-Only active for configs with ``timestamp_aware_summaries=True`` (a PrismRAG field); see ``patches/insert_hooks.py``.
+Other configs get LightRAG's own summary. Plain LightRAG instances never reach this hook (``patches/insert_hooks.py``).
 """
 
 from __future__ import annotations
@@ -18,7 +23,10 @@ import logging
 from collections import Counter
 from typing import Any
 
+from lightrag.utils import sanitize_text_for_encoding
+
 from .. import patches
+from .bounded_summary import select_fragments
 from .timestamps import (
     TIMESTAMP_SUMMARY_INSTRUCTION,
     deterministic_concat,
@@ -29,7 +37,8 @@ from .timestamps import (
 
 logger = logging.getLogger(__name__)
 
-#: Process-wide counters: ``ordered`` (timed merges), ``llm_verified``, ``llm_fallback``.
+#: Process-wide counters: ``ordered`` (timed merges), ``llm_verified``, ``llm_fallback``, ``offline_bounded``
+#: (offline merges that dropped fragments to stay within the budget).
 SUMMARY_STATS: Counter = Counter()
 _INPUT_MARKER = "---Input---"
 
@@ -78,4 +87,36 @@ async def timestamp_aware_summary(original, arguments: dict[str, Any]) -> tuple[
     return deterministic_concat(ordered, arguments["separator"]), llm_used
 
 
-patches.insert_hooks.register_summary_hook(timestamp_aware_summary)
+def offline_config(global_config: dict[str, Any]) -> bool:
+    return bool(getattr(global_config.get("llm_model_func"), "is_offline_stand_in", False))
+
+
+def offline_budget(global_config: dict[str, Any]) -> int:
+    """Tokens an offline description may use: ``offline_summary_max_tokens``, within LightRAG's summary limit."""
+    budget = int(global_config.get("offline_summary_max_tokens") or 0) or int(global_config["summary_max_tokens"])
+    return max(1, min(budget, int(global_config["summary_max_tokens"])))
+
+
+def bounded_summary(arguments: dict[str, Any]) -> tuple[str, bool]:
+    config = arguments["global_config"]
+    fragments = list(arguments["description_list"])
+    if config.get(patches.insert_hooks.SUMMARY_FLAG) and any(extract_timestamps(f) for f in fragments):
+        fragments = order_fragments_chronologically(fragments)
+    tokenizer, separator = config["tokenizer"], arguments["separator"]
+    kept = select_fragments(fragments, offline_budget(config), lambda text: len(tokenizer.encode(text)),
+                            separator_tokens=len(tokenizer.encode(separator)))
+    if len(kept) < len(fragments):
+        SUMMARY_STATS["offline_bounded"] += 1
+    return sanitize_text_for_encoding(separator.join(kept)), False
+
+
+async def prism_summary(original, arguments: dict[str, Any]) -> tuple[str, bool]:
+    config = arguments["global_config"]
+    if offline_config(config):
+        return bounded_summary(arguments)
+    if config.get(patches.insert_hooks.SUMMARY_FLAG):
+        return await timestamp_aware_summary(original, arguments)
+    return await original(**arguments)
+
+
+patches.insert_hooks.register_summary_hook(prism_summary)

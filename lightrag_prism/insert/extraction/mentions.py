@@ -1,0 +1,147 @@
+"""Entity mentions in one parsed line: named entities, salient noun phrases and foreign-script names.
+
+* **Named entities** keep spaCy's span, minus leading determiners and stop words ("the American Psychological
+  Association" -> "American Psychological Association"); spaCy's label maps to one of LightRAG's default entity
+  types (:data:`LABEL_TYPES`). Bare numbers (CARDINAL, ORDINAL, QUANTITY, PERCENT, MONEY) are not entities, and a
+  DATE or TIME must contain a digit ("1963", "11 November 875", not "today").
+* **Salient noun phrases** are spaCy noun chunks, stripped the same way, that hold a proper noun (a name the NER
+  missed: "Teutberga") or are at least two words with a noun head ("medieval bishop", "peer-reviewed journal").
+  A noun phrase that only wraps a nationality or date ("an American film director") replaces that entity; one that
+  contains a name ("Lambert's half-brother") yields to it.
+* **Foreign-script names** come from :func:`scripts.foreign_name_spans` where no entity covers them.
+
+Pronouns, determiners and stop words are never entities, whatever spaCy says.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .scripts import foreign_name_spans, has_foreign_letters
+
+#: spaCy label -> LightRAG entity type (LightRAG's default types, lower case as its parser stores them).
+LABEL_TYPES = {
+    "PERSON": "person", "ORG": "organization", "GPE": "location", "LOC": "location", "FAC": "location",
+    "EVENT": "event", "WORK_OF_ART": "content", "LAW": "content", "PRODUCT": "artifact", "LANGUAGE": "concept",
+    "NORP": "concept", "DATE": "data", "TIME": "data",
+}
+#: Labels of names: such entities may be linked by sentence co-occurrence; the others only by a parsed relation.
+NAME_LABELS = frozenset({"PERSON", "ORG", "GPE", "LOC", "FAC", "EVENT", "WORK_OF_ART", "LAW", "PRODUCT", "LANGUAGE"})
+_STRIP_POS = frozenset({"DET", "PRON", "PUNCT", "CCONJ", "ADP", "PART", "SCONJ", "SPACE", "SYM"})
+_BAD_NAME_CHARS = re.compile(r"[\[\]{}<>|\\]")
+_LETTER = re.compile(r"[^\W\d_]")
+MAX_NAME_TOKENS = 10
+
+
+@dataclass(eq=False)
+class Mention:
+    start: int  # first token (index in the Doc)
+    end: int  # one past the last token
+    name: str
+    type: str
+    named: bool  # a name: may be linked to other names of its sentence without a parsed relation
+
+
+def span_name(tokens) -> str:
+    return " ".join("".join(t.text_with_ws for t in tokens).split())
+
+
+def _strip(tokens: list) -> list:
+    """Drop leading determiners/pronouns/stop words/punctuation and trailing punctuation or possessive marks."""
+    while tokens and (tokens[0].pos_ in _STRIP_POS or tokens[0].is_stop or tokens[0].is_space):
+        tokens = tokens[1:]
+    while tokens and (tokens[-1].pos_ in ("PUNCT", "PART", "SPACE") or tokens[-1].dep_ == "case"):
+        tokens = tokens[:-1]
+    return tokens
+
+
+def valid_name(name: str, tokens: list) -> bool:
+    if not name or not _LETTER.search(name) or _BAD_NAME_CHARS.search(name) or len(tokens) > MAX_NAME_TOKENS:
+        return False
+    # A token holding another script is left to the script-aware spans: the English tokenizer may keep a whole
+    # Japanese clause (東京は日本の首都です) as one "proper noun".
+    if has_foreign_letters(name):
+        return False
+    return not all(t.is_stop or t.pos_ in ("PRON", "DET") for t in tokens)
+
+
+def _compound_extent(tokens: list) -> list:
+    """``tokens`` grown along proper-noun compounds the NER cut: "Zoë" (compound of "Ørsted") -> "Zoë Ørsted"."""
+    doc = tokens[0].doc
+    start, end = tokens[0].i, tokens[-1].i + 1
+    while end < len(doc) and doc[end - 1].dep_ == "compound" and doc[end - 1].head.i == end \
+            and doc[end].pos_ == "PROPN" and not doc[end].ent_type_:
+        end += 1
+    while start > 0 and doc[start - 1].pos_ == "PROPN" and doc[start - 1].dep_ == "compound" \
+            and start <= doc[start - 1].head.i < end and not doc[start - 1].ent_type_:
+        start -= 1
+    return list(doc[start:end])
+
+
+def _entity_mentions(doc) -> list[Mention]:
+    mentions = []
+    for ent in doc.ents:
+        entity_type = LABEL_TYPES.get(ent.label_)
+        tokens = _strip(list(ent))
+        if entity_type is None or not tokens:
+            continue
+        if ent.label_ in NAME_LABELS:
+            tokens = _compound_extent(tokens)
+        name = span_name(tokens)
+        if entity_type == "data" and not any(ch.isdigit() for ch in name):
+            continue
+        if valid_name(name, tokens):
+            mentions.append(Mention(tokens[0].i, tokens[-1].i + 1, name, entity_type, ent.label_ in NAME_LABELS))
+    return mentions
+
+
+def _phrase_mention(chunk) -> Mention | None:
+    if chunk.root.pos_ == "PRON":
+        return None
+    tokens = _strip(list(chunk))
+    if not tokens:
+        return None
+    proper = any(t.pos_ == "PROPN" for t in tokens)
+    if not proper and (len(tokens) < 2 or chunk.root.pos_ != "NOUN"):
+        return None
+    name = span_name(tokens)
+    if not valid_name(name, tokens):
+        return None
+    return Mention(tokens[0].i, tokens[-1].i + 1, name, "other" if proper else "concept", proper)
+
+
+def _all_proper(tokens) -> bool:
+    return all(t.pos_ == "PROPN" or t.dep_ == "case" for t in tokens)
+
+
+def _overlapping(mention: Mention, others: list[Mention]) -> list[Mention]:
+    return [o for o in others if o.start < mention.end and mention.start < o.end]
+
+
+def find_mentions(doc) -> list[Mention]:
+    """Non-overlapping mentions of ``doc`` in token order."""
+    mentions = _entity_mentions(doc)
+    for chunk in doc.noun_chunks:
+        phrase = _phrase_mention(chunk)
+        if phrase is None:
+            continue
+        inside = _overlapping(phrase, mentions)
+        if len(inside) > 1 and _all_proper(doc[phrase.start:phrase.end]):
+            # one name the NER cut in pieces at a possessive: "St. Maurice's" + "Abbey"
+            head = next((o for o in inside if o.start <= chunk.root.i < o.end), inside[-1])
+            phrase.type, phrase.named = head.type, True
+            mentions = [m for m in mentions if m not in inside] + [phrase]
+            continue
+        root_outside = all(not (o.start <= chunk.root.i < o.end) for o in inside)
+        if inside and (not root_outside or any(o.named for o in inside)):
+            continue  # a name inside the phrase wins
+        mentions = [m for m in mentions if m not in inside] + [phrase]
+    # Foreign names are checked against the others by characters: spaCy's English tokenizer may keep a whole
+    # Japanese clause (東京は日本の首都) as one token, and each name in it still counts.
+    covered = [(doc[m.start].idx, doc[m.end - 1].idx + len(doc[m.end - 1])) for m in mentions]
+    for start, end in foreign_name_spans(doc.text):
+        span = doc.char_span(start, end, alignment_mode="expand")
+        if span is not None and not any(a < end and start < b for a, b in covered):
+            mentions.append(Mention(span.start, span.end, doc.text[start:end], "other", True))
+    return sorted(mentions, key=lambda m: m.start)

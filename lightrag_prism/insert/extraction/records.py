@@ -1,0 +1,66 @@
+"""What an offline extractor returns for one chunk, and its rendering as LightRAG extraction rows.
+
+The rows use LightRAG's own record format (``entity<|#|>name<|#|>type<|#|>description`` and
+``relation<|#|>source<|#|>target<|#|>keywords<|#|>description``, then ``<|COMPLETE|>``), so LightRAG parses,
+normalises, caches and merges them exactly as it does an LLM's answer.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+TUPLE_DELIMITER = "<|#|>"
+COMPLETE = "<|COMPLETE|>"
+#: ``keywords`` of a link between two entities that share a sentence but have no parsed relation. LightRAG stores
+#: it like any relation (its weight counts source chunks); the graph snapshot multiplies the weight of a relation
+#: whose only keyword this is by :data:`COOCCURRENCE_WEIGHT`, so parsed relations count more in PPR and expansion.
+COOCCURRENCE_KEYWORD = "mentioned with"
+COOCCURRENCE_WEIGHT = 0.3
+# LightRAG embeds every entity and relation, and embedding time grows with text length, so description length is
+# insert time (entity and relation texts were 70% of the embedder's work at 160/240 characters). An entity's
+# description is at most 100 characters of its sentence around the mention, a relation's (the fact's evidence)
+# the sentence cut at a word boundary past 200.
+MAX_ENTITY_DESCRIPTION_CHARS = 100
+MAX_RELATION_DESCRIPTION_CHARS = 200
+
+_UNSAFE = re.compile(r"<\|[^|]*\|>|[\r\n\t]+|\s{2,}")
+
+
+def clean_field(text: str, limit: int | None = None) -> str:
+    """One line of text that cannot break a row: no delimiters, newlines or runs of spaces."""
+    text = _UNSAFE.sub(" ", str(text)).strip()
+    if limit and len(text) > limit:
+        cut = text.rfind(" ", 0, limit)
+        text = text[:cut if cut > limit // 2 else limit].rstrip() + " ..."
+    return text
+
+
+@dataclass(frozen=True)
+class Entity:
+    name: str
+    type: str  # one of LightRAG's default entity types, lower case
+    description: str
+
+
+@dataclass(frozen=True)
+class Relation:
+    source: str  # subject
+    target: str  # object
+    predicate: str  # goes into LightRAG's ``keywords``
+    description: str  # the sentence it was read from
+
+
+@dataclass
+class ChunkExtraction:
+    entities: list[Entity] = field(default_factory=list)
+    relations: list[Relation] = field(default_factory=list)
+
+    def rows(self) -> str:
+        """The extraction in LightRAG's row format (entities, relations, completion marker)."""
+        d = TUPLE_DELIMITER
+        lines = [f"entity{d}{clean_field(e.name)}{d}{e.type}{d}"
+                 f"{clean_field(e.description, MAX_ENTITY_DESCRIPTION_CHARS)}" for e in self.entities]
+        lines += [f"relation{d}{clean_field(r.source)}{d}{clean_field(r.target)}{d}{clean_field(r.predicate)}{d}"
+                  f"{clean_field(r.description, MAX_RELATION_DESCRIPTION_CHARS)}" for r in self.relations]
+        return "\n".join(lines + [COMPLETE])

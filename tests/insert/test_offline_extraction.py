@@ -1,0 +1,174 @@
+"""The LLM-free extractors: spaCy entities and dependency triples, the regex fallback, rows LightRAG parses."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from lightrag_prism.insert import extraction
+from lightrag_prism.insert.extraction import get_extractor
+from lightrag_prism.insert.extraction.records import COOCCURRENCE_KEYWORD, ChunkExtraction
+from lightrag_prism.insert.extraction.regex_extractor import RegexExtractor
+from lightrag_prism.insert.extraction.scripts import foreign_name_spans
+from lightrag_prism.patches.insert_hooks import parse_extraction_rows
+
+SPACY = get_extractor("spacy")
+PRONOUNS = {"he", "she", "it", "they", "we", "i", "you", "him", "her", "them", "his", "its", "their", "this",
+            "that", "these", "those", "who", "which"}
+DETERMINERS = {"the", "a", "an", "this", "that", "these", "those", "some", "any", "each", "every", "no"}
+
+
+def extract(text: str, extractor=SPACY) -> ChunkExtraction:
+    return extractor.extract([text])[0]
+
+
+def triples(result: ChunkExtraction) -> set[tuple[str, str, str]]:
+    return {(r.source, r.predicate, r.target) for r in result.relations}
+
+
+def types(result: ChunkExtraction) -> dict[str, str]:
+    return {e.name: e.type for e in result.entities}
+
+
+def test_named_entities_get_lightrag_types_and_svo_prep_copula_triples():
+    result = extract("Marie Curie was born in Warsaw. She won the Nobel Prize in Physics. "
+                     "Apple Inc. was founded by Steve Jobs in Cupertino.")
+    assert {"Marie Curie": "person", "Warsaw": "location", "Nobel Prize in Physics": "content",
+            "Apple Inc.": "organization", "Steve Jobs": "person", "Cupertino": "location"}.items() <= \
+        types(result).items()
+    assert {("Marie Curie", "born in", "Warsaw"),  # prepositional
+            ("Marie Curie", "won", "Nobel Prize in Physics"),  # subject-verb-object, "She" resolved
+            ("Apple Inc.", "founded by", "Steve Jobs"),  # passive agent
+            ("Apple Inc.", "founded in", "Cupertino")} <= triples(result)
+
+
+def test_copula_and_apposition_triples():
+    result = extract("Teutberga was a queen of Lotharingia. Hucbert, the lay abbot of St. Maurice's Abbey, "
+                     "was her brother. Lothair II, a Frankish king, married Teutberga.")
+    found = triples(result)
+    assert ("Teutberga", "was queen of", "Lotharingia") in found
+    assert ("Hucbert", "abbot of", "St. Maurice's Abbey") in found or \
+        ("Hucbert", "lay abbot of", "St. Maurice's Abbey") in found
+    assert ("Lothair II", "is", "Frankish king") in found
+
+
+def test_preposition_hung_on_the_object_still_relates_the_subject():
+    found = triples(extract("Marie Curie shared the Nobel Prize in Physics with Pierre Curie."))
+    assert ("Marie Curie", "shared with", "Pierre Curie") in found
+    assert ("Marie Curie", "shared", "Nobel Prize in Physics") in found
+
+
+@pytest.mark.parametrize("extractor", [SPACY, RegexExtractor()], ids=["spacy", "regex"])
+def test_non_ascii_names_stay_whole(extractor):
+    result = extract("Thomas C. Südhof won the Lasker Award in 2013. Zoë Ørsted married Hans Christian Ørsted "
+                     "in Copenhagen. Björn Ulvaeus and Agnetha Fältskog founded ABBA in Stockholm.", extractor)
+    names = set(types(result))
+    assert {"Thomas C. Südhof", "Zoë Ørsted", "Hans Christian Ørsted", "Björn Ulvaeus", "Agnetha Fältskog",
+            "Stockholm"} <= names
+    assert not names & {"Thomas C", "Südhof", "Zoë", "Ørsted", "Björn", "Fältskog"}
+
+
+@pytest.mark.parametrize("extractor", [SPACY, RegexExtractor()], ids=["spacy", "regex"])
+def test_scripts_the_english_model_cannot_tag_still_give_entities(extractor):
+    result = extract("東京は日本の首都です。 The Tokyo Tower (東京タワー) opened in 1958. "
+                     "Москва is the capital of Russia.", extractor)
+    names = set(types(result))
+    assert {"東京", "日本", "東京タワー", "Москва"} <= names
+    assert not any(len(n) == 1 or "は" in n or "です" in n for n in names), names  # particles split CJK runs
+
+
+def test_foreign_spans_by_script():
+    def spans(text):
+        return [text[a:b] for a, b in foreign_name_spans(text)]
+
+    assert spans("北京と上海に行きました") == ["北京", "上海"]
+    assert spans("He visited Москва and Санкт-Петербург last year.") == ["Москва", "Санкт-Петербург"]
+    # In a Cyrillic sentence, only capitalised words after the first count; no lone kana marks.
+    assert spans("Вчера я видел Ивана Петрова в Москве") == ["Ивана Петрова", "Москве"]
+    assert spans("コーヒー・タイム") == ["コーヒー・タイム"]
+
+
+@pytest.mark.parametrize("extractor", [SPACY, RegexExtractor()], ids=["spacy", "regex"])
+def test_no_pronoun_determiner_or_stop_word_entities(extractor):
+    text = ("The Association was founded in 1892. He said it was large. In 1900 they moved to Boston. "
+            "It published The Journal of Applied Psychology. This was new. Who knows? American writers wrote "
+            "about them. She and He met There.")
+    result = extract(text, extractor)
+    for name in types(result):
+        first = name.split()[0].lower()
+        assert name.lower() not in PRONOUNS | DETERMINERS | {"in", "who", "there"}, name
+        assert first not in DETERMINERS and first not in PRONOUNS, name
+    assert "Journal of Applied Psychology" in types(result) and "Boston" in types(result)
+
+
+def test_unrelated_names_of_one_sentence_are_linked_by_cooccurrence():
+    result = extract("Ferrari and Lamborghini, Modena, Bologna.")
+    links = [r for r in result.relations if r.predicate == COOCCURRENCE_KEYWORD]
+    linked = {r.source for r in links} | {r.target for r in links}
+    assert {"Ferrari", "Lamborghini"} <= linked
+
+
+def test_title_line_is_the_topic_entity_and_he_she_resolve_to_the_subject():
+    result = extract("Theodred II (Bishop of Elmham)\nTheodred II was a medieval Bishop of Elmham. "
+                     "He was consecrated in 926.")
+    assert "Theodred II" in types(result)
+    assert any(r.source == "Theodred II" and "Elmham" in r.target for r in result.relations)
+    assert any(r.description.startswith("Theodred II was consecrated") for r in result.relations
+               ) or all("He was" not in r.description for r in result.relations)
+
+
+@pytest.mark.asyncio
+async def test_rows_parse_with_lightrag_predicate_in_keywords_sentence_in_description():
+    rows = extract("Marie Curie was born in Warsaw in 1867.").rows()
+    nodes, edges = await parse_extraction_rows(rows, "chunk-1", 0, "doc.txt")
+    assert nodes["Marie Curie"][0]["entity_type"] == "person"
+    edge = edges[("Marie Curie", "Warsaw")][0]
+    assert edge["keywords"] == "born in"
+    assert edge["description"] == "Marie Curie was born in Warsaw in 1867."
+
+
+def test_rows_survive_delimiters_and_newlines_in_text():
+    rows = extract("Alice <|#|> Smith met Bob Jones in\tParis.\n<|COMPLETE|>").rows().splitlines()
+    assert rows[-1] == "<|COMPLETE|>" and rows.count("<|COMPLETE|>") == 1
+    assert all(len(r.split("<|#|>")) in (4, 5) for r in rows[:-1])
+
+
+@pytest.mark.asyncio
+async def test_concurrent_chunks_share_one_nlp_pipe_batch():
+    texts = [f"Person{i} Smith visited Berlin in {1900 + i}." for i in range(12)]
+    rows = await asyncio.gather(*(extraction.extract_rows(t, "spacy") for t in texts))
+    assert all("Berlin" in r for r in rows)
+    batcher = extraction._batcher("spacy")
+    assert max(batcher.batch_sizes) == 12  # one extract call for the twelve chunks
+
+
+def test_missing_spacy_falls_back_to_regex_and_is_recorded(monkeypatch, caplog):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_spacy(name, *args, **kwargs):
+        if name.endswith("spacy_extractor") or name == "spacy":
+            raise ImportError("No module named 'spacy'")
+        return real_import(name, *args, **kwargs)
+
+    get_extractor.cache_clear()
+    monkeypatch.setattr(builtins, "__import__", no_spacy)
+    try:
+        with caplog.at_level(logging.WARNING):
+            status = extraction.extractor_status("auto")
+        assert status["extractor"] == "regex" and "spaCy" in status["fallback_reason"]
+        assert "falls back to the regex extractor" in caplog.text
+        with pytest.raises(ImportError, match=r"lightrag-prism\[local\]"):
+            get_extractor("spacy")
+    finally:
+        monkeypatch.undo()
+        get_extractor.cache_clear()
+    assert extraction.extractor_status("auto") == {"extractor": "spacy", "fallback_reason": None}
+
+
+def test_unknown_extractor_name_lists_the_valid_ones():
+    with pytest.raises(ValueError, match="auto, spacy, regex"):
+        get_extractor("gliner")
