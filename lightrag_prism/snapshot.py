@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .insert.extraction.records import COOCCURRENCE_KEYWORD, COOCCURRENCE_WEIGHT
+
 GRAPH_FIELD_SEP = "<SEP>"  # LightRAG's separator inside source_id / description fields
 
 
@@ -27,7 +29,7 @@ def split_field(value: Any) -> list[str]:
 class GraphSnapshot:
     """An immutable view of the graph at one version.
 
-    * ``adj``: symmetric (N, N) CSR of non-negative co-occurrence weights (LightRAG's edge ``weight``);
+    * ``adj``: symmetric (N, N) CSR of non-negative edge weights (LightRAG's ``weight``, see :func:`edge_weight`);
     * ``edge_src``/``edge_tgt``: endpoints of each undirected edge (E,), as stored by the backend;
     * ``entry_edge``: for every stored entry of ``adj`` (CSR order), the index of its edge, so per-edge values map
       onto ``adj.data`` with ``values[entry_edge]``;
@@ -80,6 +82,19 @@ class GraphSnapshot:
         return [self.chunk_ids[c] for c in row.indices[row.indptr[e]:row.indptr[e + 1]]]
 
 
+def is_cooccurrence(edge: dict) -> bool:
+    """True when the relation's only keyword says its entities merely share a sentence (offline extractor)."""
+    keywords = {k.strip() for k in str(edge.get("keywords") or "").split(",") if k.strip()}
+    return keywords == {COOCCURRENCE_KEYWORD}
+
+
+def edge_weight(edge: dict) -> float:
+    """The weight graph algorithms use: LightRAG's ``weight`` (non-negative), times
+    :data:`COOCCURRENCE_WEIGHT` for a co-occurrence link (:func:`is_cooccurrence`)."""
+    weight = max(float(edge.get("weight") or 1.0), 0.0)
+    return weight * COOCCURRENCE_WEIGHT if is_cooccurrence(edge) else weight
+
+
 def _incidence(rows_of_chunks: list[list[str]], chunk_index: dict[str, int]) -> sp.csr_matrix:
     lengths = np.fromiter((len(r) for r in rows_of_chunks), dtype=np.int64, count=len(rows_of_chunks))
     cols = np.fromiter((chunk_index[c] for r in rows_of_chunks for c in r), dtype=np.int64, count=int(lengths.sum()))
@@ -100,7 +115,7 @@ def build_snapshot(nodes: list[dict], edges: list[dict], version: int = 0) -> Gr
             and str(e["source"]) != str(e["target"])]
     src = np.fromiter((node_index[str(e["source"])] for e in kept), dtype=np.int64, count=len(kept))
     tgt = np.fromiter((node_index[str(e["target"])] for e in kept), dtype=np.int64, count=len(kept))
-    weight = np.fromiter((max(float(e.get("weight") or 1.0), 0.0) for e in kept), dtype=np.float64, count=len(kept))
+    weight = np.fromiter((edge_weight(e) for e in kept), dtype=np.float64, count=len(kept))
     n, n_edges = len(node_ids), len(kept)
     # Symmetric COO with the edge id as data first, to recover entry -> edge after CSR sorting.
     rows, cols = np.concatenate([src, tgt]), np.concatenate([tgt, src])

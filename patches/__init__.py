@@ -137,3 +137,5 @@ def build_global_config(rag) -> dict[str, Any]:
 install()
 
 from . import insert_hooks  # noqa: E402,F401  (insert-time hooks: private symbols listed there)
+from . import fast_json  # noqa: E402,F401  (orjson for LightRAG's JSON stores: same bytes, faster)
+from . import fast_graphml  # noqa: E402,F401  (the graph file written directly: same graph, faster)

@@ -13,6 +13,8 @@ always matched on the full passage string, never on the title.
 * :func:`load_hotpotqa` → :class:`Dataset` with 994 passages (text = ``"".join(sentences)``; the
   sentences keep their leading spaces) and 100 questions with 2 gold passages each (one per
   supporting title).
+* :func:`load_2wiki_corpus` → the 6,119 passages of HippoRAG's 2WikiMultihopQA corpus (no questions; the
+  insert benchmark's corpus).
 * :func:`load_cr_lt_kgqa` → list of :class:`KGQuestion` from the RoG-format Wikidata cache.
 
 ``root`` is the data folder holding the dataset directories (default: the copy shipped in the
@@ -40,6 +42,8 @@ MUSIQUE_OPENIE = "openie_musique_train_results_ner_gpt-3.5-turbo-1106_1890.json"
 HOTPOTQA_DIR = "hotpotqa_train_100"
 HOTPOTQA_QUESTIONS = "hotpotqa_train.json"
 HOTPOTQA_CORPUS = "hotpotqa_train_corpus.json"
+TWOWIKI_DIR = "2wikimultihopqa_corpus"
+TWOWIKI_CORPUS = "2wikimultihopqa_corpus.json"
 CR_LT_DIR = "cr_lt_kgqa"
 CR_LT_CACHE = "CR-LT-QA-Wikidata-Cache.jsonl"
 
@@ -247,6 +251,16 @@ def load_hotpotqa(root: str | Path | None = None) -> Dataset:
     questions = [_hotpotqa_question(r, corpus) for r in _read_json(folder / HOTPOTQA_QUESTIONS)]
     _warn_missing("hotpotqa", questions, passages)
     return Dataset("hotpotqa", passages, questions)
+
+
+def load_2wiki_corpus(root: str | Path | None = None) -> list[Passage]:
+    """The 6,119 passages of ``2wikimultihopqa_corpus`` in file order (duplicates kept once)."""
+    rows = _read_json(_dataset_dir(root, TWOWIKI_DIR) / TWOWIKI_CORPUS)
+    passages = {}
+    for row in rows:
+        passage = Passage.from_title_text(row["title"], row["text"])
+        passages.setdefault(passage.id, passage)
+    return list(passages.values())
 
 
 def _kg_question(row: dict) -> KGQuestion:

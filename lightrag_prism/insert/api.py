@@ -9,17 +9,21 @@
 from __future__ import annotations
 
 import logging
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from lightrag.base import DocStatus
 from lightrag.chunker.token_size import chunking_by_token_size
 
 from .. import patches
+from .group_commit import PACED_MIN_PARALLEL, CommitPolicy, install_group_commit
+from .prefetch import install_prefetch
 from .entity_types import discover_entity_types, load_state, read_folder, state_dir
 from .jsonfile import read_json, write_json_atomic
 from .merging import agentic_merge, roll_forward
 from .pipeline import InsertHooks, content_key, make_prism_chunker
-from ..retrievers.hipporag_facts import refresh_after_insert
+from ..retrievers.query_state import index_items, prepare_query_state
 from .rebuild import aliases_read_once
 from .timestamps import validate_timestamps
 
@@ -30,6 +34,7 @@ def install_insert_features(rag) -> None:
     """Before ``LightRAG.__post_init__``: the insert hooks object and the wrapped chunking function."""
     hooks = InsertHooks(rag)
     rag._prism_insert_hooks = hooks
+    rag._prism_commit_policy = CommitPolicy()
     user_chunker = None if rag.chunking_func is chunking_by_token_size else rag.chunking_func
     embed_max = getattr(rag.embedding_func, "max_token_size", None) if rag.embedding_func is not None else None
     rag.chunking_func = make_prism_chunker(user_chunker, hooks.timestamps, table_aware=rag.table_aware_chunking,
@@ -37,6 +42,7 @@ def install_insert_features(rag) -> None:
 
 
 TIMESTAMPS_FILE = "prism_doc_timestamps.json"
+_DONE_STATUSES = {DocStatus.PROCESSED.value, "all"}
 
 
 def _timestamps_path(rag) -> Path:
@@ -76,6 +82,12 @@ class InsertFeaturesMixin:
 
     async def initialize_storages(self):
         await super().initialize_storages()
+        if self.group_commit:
+            self._prism_flushes = install_group_commit(self, self._prism_commit_policy)
+        feed = partial(index_items, self) if self.prepare_query_indexes else None
+        if self.embedding_cache_size > 0 or feed is not None:
+            self._prism_prefetch = install_prefetch(self, feed, content=self.embedding_cache_size > 0)
+
         outcomes = await roll_forward(self)
         if outcomes:
             logger.warning("finished %d interrupted merge(s) at startup", len(outcomes))
@@ -83,8 +95,8 @@ class InsertFeaturesMixin:
     async def ainsert(self, input, split_by_character=None, split_by_character_only=False, ids=None,
                       file_paths=None, track_id=None, *, timestamps=None, agentic_merging: bool = False,
                       agentic_merging_threshold: float = 0.8) -> str:
-        """LightRAG's ``ainsert`` plus per-document ``timestamps`` and agentic merging of the new entities; then the
-        hipporag/prism name and fact indexes, if those modes have built them, take in the new entities and facts."""
+        """LightRAG's ``ainsert`` plus per-document ``timestamps`` and agentic merging of the new entities; then,
+        with ``prepare_query_indexes``, the hipporag/prism query state is brought up to date (``query_state.py``)."""
         docs = [input] if isinstance(input, str) else list(input)
         stamps = validate_timestamps(timestamps, len(docs)) if timestamps is not None else None
         threshold = _check_threshold(agentic_merging_threshold) if agentic_merging else None
@@ -99,8 +111,23 @@ class InsertFeaturesMixin:
         if agentic_merging:
             new = sorted(set(await graph.get_all_labels()) - before)
             self.last_merge_report = await agentic_merge(self, new, threshold)
-        await refresh_after_insert(self)
+        if self.prepare_query_indexes:
+            await prepare_query_state(self)
         return track
+
+    async def finalize_storages(self):
+        prefetch = getattr(self, "_prism_prefetch", None)
+        if prefetch is not None:
+            await prefetch.close()
+        await super().finalize_storages()
+
+    async def apipeline_process_enqueue_documents(self, *args, **kwargs):
+        """LightRAG's pipeline run; with many documents in flight, storage flushes are paced (group commit)."""
+        counts = await self.doc_status.get_status_counts() if self.group_commit else {}
+        backlog = sum(n for status, n in counts.items() if status not in _DONE_STATUSES)
+        paced = backlog > 1 and self.max_parallel_insert >= PACED_MIN_PARALLEL
+        with self._prism_commit_policy.bulk(paced):
+            return await super().apipeline_process_enqueue_documents(*args, **kwargs)
 
     async def adelete_by_doc_id(self, *args, **kwargs):
         """LightRAG's ``adelete_by_doc_id``; its rebuild of shared entities reads the alias file once."""

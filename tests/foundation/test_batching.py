@@ -1,0 +1,183 @@
+"""The insert path's batching pieces: MicroBatcher, the embedding cache, and group commit of storage flushes."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from lightrag_prism.backends.embedding_cache import CachedEmbedding, with_embedding_cache
+from lightrag_prism.batcher import MicroBatcher
+from lightrag_prism.insert.group_commit import CommitPolicy, GroupFlush
+from tests.helpers import hash_embedding_func
+
+pytestmark = pytest.mark.asyncio
+
+
+async def test_concurrent_submissions_share_one_batch_and_keep_their_order():
+    batches = []
+
+    def double(items):
+        batches.append(list(items))
+        return [2 * x for x in items]
+
+    batcher = MicroBatcher(double, max_batch=4)
+    results = await asyncio.gather(*(batcher.submit(i) for i in range(10)))
+    assert results == [2 * i for i in range(10)]
+    assert [len(b) for b in batches] == [4, 4, 2]  # same-turn requests batched, capped at max_batch
+    assert await batcher.submit(7) == 14 and batches[-1] == [7]  # a lone request waits for nothing
+
+
+async def test_a_failing_batch_fails_its_waiters_only():
+    async def maybe_fail(items):
+        if "bad" in items:
+            raise ValueError("boom")
+        return [x.upper() for x in items]
+
+    batcher = MicroBatcher(maybe_fail)
+    with pytest.raises(ValueError, match="boom"):
+        await asyncio.gather(batcher.submit("a"), batcher.submit("bad"))
+    assert await batcher.submit("ok") == "OK"
+
+
+class CountingInner:
+    def __init__(self, delay: float = 0.0):
+        self.calls: list[list[str]] = []
+        self.delay = delay
+
+    async def __call__(self, texts, **kwargs):
+        self.calls.append(list(texts))
+        await asyncio.sleep(self.delay)
+        return np.asarray([[float(len(t)), float(kwargs.get("context") == "document")] for t in texts])
+
+
+async def test_embedding_cache_embeds_each_text_once_per_kwargs():
+    inner = CountingInner()
+    cached = CachedEmbedding(inner, max_entries=100)
+    first = await cached(["alpha", "beta", "alpha"])
+    second = await cached(["beta", "gamma"])
+    np.testing.assert_array_equal(first[0], first[2])
+    np.testing.assert_array_equal(second[0], first[1])
+    assert inner.calls == [["alpha", "beta"], ["gamma"]]
+    await cached(["alpha"], context="document")  # other kwargs, other vectors
+    assert inner.calls[-1] == ["alpha"] and (cached.hits, cached.misses) == (1, 4)
+
+
+async def test_embedding_cache_awaits_texts_in_flight_and_evicts_lru():
+    inner = CountingInner(delay=0.05)
+    cached = CachedEmbedding(inner, max_entries=2)
+    a, b = await asyncio.gather(cached(["x", "y"]), cached(["y", "z"]))
+    assert inner.calls == [["x", "y"], ["z"]]  # "y" was awaited, not embedded twice
+    np.testing.assert_array_equal(a[1], b[0])
+    await cached(["x"])  # evicted: only two vectors are kept
+    assert inner.calls[-1] == ["x"]
+
+
+async def test_with_embedding_cache_keeps_the_embedding_func_contract():
+    func = hash_embedding_func(16)
+    wrapped = with_embedding_cache(func, 10)
+    assert with_embedding_cache(wrapped, 10) is wrapped and with_embedding_cache(func, 0) is func
+    vectors = await wrapped(["one", "two"])
+    np.testing.assert_allclose(vectors, await func(["one", "two"]))
+    assert wrapped.embedding_dim == func.embedding_dim
+
+
+class SlowStore:
+    def __init__(self, seconds: float = 0.02, fail: bool = False):
+        self.seconds, self.fail, self.flushes = seconds, fail, 0
+        self.writes: list[int] = []  # number of writes each flush saw
+        self.pending = 0
+
+    async def flush(self):
+        self.flushes += 1
+        seen = self.pending
+        await asyncio.sleep(self.seconds)
+        if self.fail:
+            raise OSError("disk full")
+        self.writes.append(seen)
+        return seen
+
+
+async def test_group_flush_coalesces_callers_and_waits_for_a_flush_started_after_the_call():
+    store = SlowStore()
+    group = GroupFlush(store.flush)
+    store.pending = 1
+    first = asyncio.ensure_future(group())
+    await asyncio.sleep(0.005)  # first flush running
+    store.pending = 2
+    later = [asyncio.ensure_future(group()) for _ in range(5)]
+    results = await asyncio.gather(first, *later)
+    assert store.flushes == 2  # six callers, two flushes
+    assert results[0] == 1 and all(r == 2 for r in results[1:])  # the late callers saw their writes flushed
+    assert (group.calls, group.flushes) == (6, 2)
+
+
+async def test_group_flush_errors_reach_every_caller_of_that_flush():
+    group = GroupFlush(SlowStore(fail=True).flush)
+    results = await asyncio.gather(group(), group(), return_exceptions=True)
+    assert all(isinstance(r, OSError) for r in results)
+
+
+async def test_bulk_runs_pace_every_store_by_the_sum_of_flush_times_and_single_runs_are_not_delayed():
+    policy = CommitPolicy(pace=2.0, min_gap=0.0)
+    small, big = SlowStore(seconds=0.005), SlowStore(seconds=0.02)
+    small_group, big_group = GroupFlush(small.flush, policy), GroupFlush(big.flush, policy)
+    await asyncio.gather(small_group(), big_group())
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    await small_group()  # outside a bulk run: no round to wait for
+    assert loop.time() - start < 0.02
+    with policy.bulk():
+        assert policy.round_seconds() == pytest.approx(2.0 * 0.025, abs=0.01)
+        start = loop.time()
+        await small_group()
+        assert loop.time() - start >= 0.045  # the big store's flush time paces the small store too
+    with policy.bulk(active=False):
+        assert policy.round_seconds() == 0.0
+
+
+async def test_bulk_runs_flush_a_small_store_at_most_once_per_min_gap():
+    policy = CommitPolicy(pace=0.0, min_gap=0.05)
+    store = SlowStore(seconds=0.001)
+    group = GroupFlush(store.flush, policy)
+    loop = asyncio.get_running_loop()
+    with policy.bulk():
+        start = loop.time()
+        while loop.time() - start < 0.3:
+            await asyncio.gather(*(group() for _ in range(3)))
+    assert store.flushes <= 8 and group.calls >= 3 * store.flushes  # ~one per 50 ms (the first at once)
+    with pytest.raises(ValueError):
+        CommitPolicy(pace=-1)
+
+
+async def test_covered_seconds_is_the_union_of_overlapping_intervals():
+    from lightrag_prism.insert.group_commit import covered_seconds
+
+    assert covered_seconds([]) == 0.0
+    assert covered_seconds([(0.0, 1.0), (0.5, 1.5), (3.0, 4.0), (3.2, 3.4)]) == pytest.approx(2.5)
+
+
+async def test_embedding_waits_inside_a_flush_do_not_pace_the_others(tmp_path):
+    """A vector store whose flush waits for vectors records only its own work, so the round stays short."""
+    from dataclasses import replace
+
+    from lightrag_prism import PrismRAG
+
+    fast = hash_embedding_func(16)
+
+    async def slow_embed(texts, **kwargs):
+        await asyncio.sleep(0.2)
+        return await fast.func(texts)
+
+    rag = PrismRAG(working_dir=str(tmp_path), embedding_func=replace(fast, func=slow_embed),
+                   embedding_cache_size=0, prepare_query_indexes=False)  # no prefetch: the flush embeds
+    await rag.initialize_storages()
+    try:
+        await rag.ainsert("Marie Curie was born in Warsaw.")
+        entities = rag._prism_flushes["entities"]
+        assert entities.flush_seconds >= 0.2  # the flush did wait for its vectors ...
+        own_work = rag._prism_commit_policy._durations[id(entities)]
+        assert own_work < 0.1  # ... which does not count as the storage's work
+    finally:
+        await rag.finalize_storages()
