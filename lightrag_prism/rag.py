@@ -4,7 +4,8 @@ A drop-in subclass: same constructor, storages and return types. Differences a u
 
 * ``tokenizer`` defaults to an offline cl100k tokenizer (LightRAG's default downloads its vocabulary);
 * ``llm_model_func`` may be omitted: the offline stand-in then answers the steps that have a deterministic
-  fallback (extraction, summaries, keywords) and answer generation raises :class:`LLMNotConfiguredError`;
+  fallback (extraction with spaCy, bounded summaries, keywords) and answer generation raises
+  :class:`LLMNotConfiguredError`;
 * ``QueryParam(mode=...)`` also accepts the registered lightrag_prism modes; an unknown mode raises ``ValueError``
   naming the valid ones (stock LightRAG returns a failure dict and ``aquery`` returns ``None``);
 * ``aquery_data``/``aquery`` keep every ``PrismQueryParam`` field (stock ``aquery_data`` rebuilds a base QueryParam).
@@ -20,14 +21,16 @@ from lightrag.operate import kg_query, naive_query
 from lightrag.query_validation import validate_query_not_empty, validate_rag_query
 
 from . import patches
+from .backends.embedding_cache import with_embedding_cache
 from .backends.local_embedder import MODEL_NAME as LOCAL_EMBEDDING_MODEL
-from .backends.offline_llm import OFFLINE_MODEL_NAME, offline_llm_complete
+from .backends.offline_llm import offline_llm, offline_model_name
 from .backends.tokenizer import OfflineTokenizer
 from .context import QueryContext
 from .errors import LLMNotConfiguredError
 from .insert import rebuild as _rebuild  # noqa: F401  (registers the delete-by-document rebuild hook)
 from .insert import summaries as _summaries  # noqa: F401  (registers the timestamp-aware summary hook)
 from .insert.api import InsertFeaturesMixin, install_insert_features, restore_insert_state
+from .insert.extraction import extractor_status
 from .keywords import extract_keywords
 from .param import KG_STOCK_MODES, STOCK_MODES, PrismQueryParam, perspectives_enabled
 from .query import PrismHooks, active_hooks, annotate, mode_kind
@@ -40,6 +43,20 @@ GRAPH_MUTATORS = (
     "adelete_by_relation", "aedit_entity", "aedit_relation", "acreate_entity", "acreate_relation",
     "amerge_entities",
 )
+
+
+OFFLINE_EXTRACTION_CONCURRENCY = 64  # extraction calls in flight without an LLM (one nlp.pipe batch)
+# Documents in flight without an LLM. A document waits for about nine paced storage flushes in turn (group_commit.py:
+# one flush round each, seconds on a large index); throughput is documents in flight / that latency, so an offline
+# insert keeps many in flight. LightRAG's parse and analyze stages (five workers each by default) wait for flushes
+# too (full docs, doc status) and would otherwise cap it at a few documents per round.
+OFFLINE_PARALLEL_INSERT = 1024
+OFFLINE_PARALLEL_PARSE = 256
+OFFLINE_PARALLEL_ANALYZE = 1024
+# LightRAG schedules a run in pages of 500 documents and drains each page before the next: the tail of every page
+# would run with few documents in flight.
+OFFLINE_SCHEDULING_PAGE = 4096
+LOCAL_EMBEDDING_CONCURRENCY = 16  # concurrent calls into the local embedder (merged into one worker request)
 
 
 def as_prism_param(param: QueryParam) -> PrismQueryParam:
@@ -64,27 +81,70 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
     """Agentic merging: an LLM 'merge' decision is applied only at or above this confidence."""
     agentic_merging_top_k: int = field(default=5)
     """Agentic merging: nearest neighbours (cosine ≥ threshold) checked per entity."""
+    embedding_cache_size: int = field(default=50_000)
+    """Vectors kept by text (LRU): unchanged content is never re-embedded, and inserts embed new content in the
+    background as soon as it is upserted, before the flush needs it. 0 disables both."""
+    prepare_query_indexes: bool = field(default=True)
+    """Inserts embed entity names and facts for the hipporag/prism indexes as they go and build those modes' graph
+    views at the end, so the first query after an insert is as fast as the next ones. False: the first hipporag or
+    prism query builds them instead (an instance that only uses stock modes saves that work)."""
+    group_commit: bool = field(default=True)
+    """Coalesce storage flushes: one flush serves every document that asked for it while the previous flush ran
+    (same durability as LightRAG's per-document flushes; see ``insert/group_commit.py``)."""
+    # --- without an LLM (docs/offline-graph.md) ---
+    offline_extractor: str = field(default="auto")
+    """Extractor used when no ``llm_model_func`` is given: "spacy" (needs the ``local`` extra), "regex", or "auto"
+    (spaCy if installed, else regex; the fallback is logged and shown by ``offline_extractor_status``)."""
+    offline_summary_max_tokens: int = field(default=128)
+    """Without an LLM, an entity or relation description keeps its most informative distinct fragments within this
+    many tokens (at most LightRAG's ``summary_max_tokens``); source ids are never dropped. 128 keeps a description
+    and its name inside the local embedder's 256-token window, and a full description stops changing (and being
+    re-embedded) when later documents mention the entity again."""
 
     def __post_init__(self, addon_params):
         if self.tokenizer is None:
             self.tokenizer = OfflineTokenizer()
         if self.llm_model_func is None:
-            self.llm_model_func = offline_llm_complete
-            self.llm_model_name = OFFLINE_MODEL_NAME  # keeps fallback answers apart in the LLM cache
+            self.llm_model_func = offline_llm(self.offline_extractor)
+            self.llm_model_name = offline_model_name(self.offline_extractor)  # its own LLM-cache entries
+        if not self.llm_configured:
+            self._offline_pipeline_settings()
+        if not isinstance(self.offline_summary_max_tokens, int) or self.offline_summary_max_tokens < 16:
+            raise ValueError(f"offline_summary_max_tokens must be an int >= 16, got {self.offline_summary_max_tokens!r}")
         if getattr(self.embedding_func, "model_name", None) == LOCAL_EMBEDDING_MODEL:
-            # The local model is CPU-bound and already uses every core: concurrent calls only queue up behind
-            # each other inside LightRAG's worker timeout (60 s), which then fails large flushes.
-            self.embedding_func_max_async = 1
+            # The local embedder merges concurrent calls into one request to its worker process: let LightRAG
+            # send several at once. Each waits behind the request in progress, hence the long timeout.
+            self.embedding_func_max_async = max(self.embedding_func_max_async, LOCAL_EMBEDDING_CONCURRENCY)
             self.default_embedding_timeout = max(self.default_embedding_timeout, 600)
+        if self.embedding_func is not None:
+            self.embedding_func = with_embedding_cache(self.embedding_func, self.embedding_cache_size)
         install_insert_features(self)
         super().__post_init__(addon_params)
         self._snapshots = SnapshotCache(self.chunk_entity_relation_graph)
         restore_insert_state(self)
 
+    def _offline_pipeline_settings(self) -> None:
+        """Without a real LLM, extraction is local and fast: keep many documents in flight (see the constants)."""
+        self.entity_extract_max_gleaning = 0  # a deterministic extractor has nothing to add on a second pass
+        # Concurrent extraction calls are batched into one nlp.pipe: let many be in flight.
+        self.llm_model_max_async = max(self.llm_model_max_async, OFFLINE_EXTRACTION_CONCURRENCY)
+        self.max_parallel_insert = max(self.max_parallel_insert, OFFLINE_PARALLEL_INSERT)
+        self.max_parallel_parse_native = max(self.max_parallel_parse_native, OFFLINE_PARALLEL_PARSE)
+        self.max_parallel_analyze = max(self.max_parallel_analyze, OFFLINE_PARALLEL_ANALYZE)
+        if 0 < self.pipeline_scheduling_page_size < OFFLINE_SCHEDULING_PAGE:
+            self.pipeline_scheduling_page_size = OFFLINE_SCHEDULING_PAGE
+
     # --- state ---------------------------------------------------------------------------------------------
     @property
     def llm_configured(self) -> bool:
         return not getattr(self.llm_model_func, "is_offline_stand_in", False)
+
+    @property
+    def offline_extractor_status(self) -> dict[str, str | None] | None:
+        """Which offline extractor inserts use (``{"extractor", "fallback_reason"}``); None with an LLM."""
+        if self.llm_configured:
+            return None
+        return extractor_status(getattr(self.llm_model_func, "extractor", self.offline_extractor))
 
     async def graph_snapshot(self) -> GraphSnapshot:
         """The knowledge graph as CSR matrices, rebuilt lazily after any change (see ``snapshot.py``)."""

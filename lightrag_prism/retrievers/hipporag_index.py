@@ -3,7 +3,9 @@
 Used for the fact index (one vector per fact text) and the entity-name index (phrase embeddings for synonym edges).
 Stored in the LightRAG working dir as ``<name>.npz`` (the matrix) + ``<name>.json`` (ids in row order), so a restart
 re-embeds nothing. :meth:`EmbeddingIndex.sync` makes the index hold exactly the given ids: it embeds only the ids it
-does not have yet, drops the ones no longer wanted and saves when something changed.
+does not have yet, drops the ones no longer wanted and saves when something changed. Vectors computed ahead of
+time (during an insert, see ``insert/prefetch.py``) are handed in with :meth:`EmbeddingIndex.stage`; ``sync`` takes
+them instead of embedding.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class EmbeddingIndex:
         self.ids: list[str] = []
         self.matrix = np.zeros((0, 0), np.float32)
         self._row: dict[str, int] = {}
+        self._staged: dict[str, np.ndarray] = {}  # id -> vector computed ahead of ``sync``
         self.embedded_total = 0  # how many texts this object has sent to the embedder (tests, benchmarks)
         self._lock = asyncio.Lock()
         self._load()
@@ -62,18 +65,34 @@ class EmbeddingIndex:
         with open(self.ids_path, "w", encoding="utf-8") as handle:
             json.dump(self.ids, handle, ensure_ascii=False)
 
+    def has(self, vid: str) -> bool:
+        return vid in self._row or vid in self._staged
+
+    def stage(self, ids: list[str], vectors: np.ndarray) -> None:
+        """Vectors for ids the next :meth:`sync` may ask for (an id's text must be the one ``sync`` would embed)."""
+        for vid, vector in zip(ids, unit_rows(np.asarray(vectors, dtype=np.float32))):
+            if vid not in self._row:
+                self._staged[vid] = vector
+
     async def sync(self, ids: list[str], texts: list[str], embed: EmbedFunc) -> np.ndarray:
-        """Make the index hold exactly ``ids`` (texts in the same order); return their rows in that order."""
+        """Make the index hold exactly ``ids`` (texts in the same order); return their rows in that order.
+        Staged vectors are used and then forgotten, whether ``ids`` wanted them or not."""
         async with self._lock:
             wanted = dict(zip(ids, texts))
             missing = [vid for vid in wanted if vid not in self._row]
             changed = bool(missing) or len(wanted) != len(self._row)
             kept = [vid for vid in self.ids if vid in wanted]
             blocks = [self.matrix[[self._row[v] for v in kept]]] if kept else []
-            if missing:
-                vectors = unit_rows(np.asarray(await embed([wanted[v] for v in missing]), dtype=np.float32))
-                self.embedded_total += len(missing)
+            staged, self._staged = self._staged, {}
+            ready = [vid for vid in missing if vid in staged]
+            todo = [vid for vid in missing if vid not in staged]
+            if ready:
+                blocks.append(np.stack([staged[v] for v in ready]))
+            if todo:
+                vectors = unit_rows(np.asarray(await embed([wanted[v] for v in todo]), dtype=np.float32))
+                self.embedded_total += len(todo)
                 blocks.append(vectors)
+            missing = ready + todo
             if changed:
                 self.ids = kept + missing
                 self.matrix = np.concatenate(blocks) if blocks else np.zeros((0, self.matrix.shape[-1]), np.float32)

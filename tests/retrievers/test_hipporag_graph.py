@@ -108,6 +108,20 @@ async def test_embedding_index_persists_and_embeds_only_new(tmp_path):
 
 
 @pytest.mark.asyncio
+async def test_staged_vectors_replace_embedding_and_are_then_forgotten(tmp_path):
+    embed = HashEmbedder()
+    index = EmbeddingIndex(str(tmp_path), "idx")
+    staged = np.asarray(await HashEmbedder()(["alpha", "unused"]))
+    index.stage(["a", "u"], staged * 3.0)  # staged rows are normalised
+    assert index.has("a") and not index.has("b")
+    rows = await index.sync(["a", "b"], ["alpha", "beta"], embed)
+    assert embed.texts == ["beta"]  # "a" came from the stage
+    np.testing.assert_allclose(rows[0], staged[0], atol=1e-6)
+    assert not index.has("u")  # a staged id the sync did not want is dropped
+    assert EmbeddingIndex(str(tmp_path), "idx").ids == ["a", "b"]
+
+
+@pytest.mark.asyncio
 async def test_fact_view_and_incremental_fact_index(rag):
     snapshot = snapshot_of(ENTITIES, RELATIONS)
     facts = snapshot_facts(snapshot)

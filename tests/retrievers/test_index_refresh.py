@@ -1,5 +1,5 @@
-"""The hipporag/prism name and fact indexes take in new entities and facts at insert time once those modes have
-built them (a real insert through the offline extractor; hash embedder)."""
+"""The hipporag/prism name and fact indexes take in new entities and facts at insert time (``prepare_query_indexes``,
+the default), before any query (a real insert through the offline extractor; hash embedder)."""
 
 from __future__ import annotations
 
@@ -21,20 +21,20 @@ async def _rag(tmp_path) -> PrismRAG:
     return rag
 
 
-async def test_insert_refreshes_the_indexes_only_after_the_modes_built_them(tmp_path):
+async def test_every_insert_brings_the_indexes_up_to_date_before_any_query(tmp_path):
     rag = await _rag(tmp_path)
     try:
         await rag.ainsert(FIRST)
-        assert not (tmp_path / "hipporag_facts.npz").exists()  # never queried: the insert did not build them
-        await rag.aquery_data("Where was Alice Vance born?", QueryParam(mode="prism"))
         facts_before = EmbeddingIndex(str(tmp_path), "hipporag_facts").ids
         names_before = EmbeddingIndex(str(tmp_path), "hipporag_entity_names").ids
-        assert facts_before and names_before
+        assert facts_before and "Alice Vance" in names_before  # built by the insert (prepare_query_indexes)
         await rag.ainsert(SECOND)
         snapshot = await rag.graph_snapshot()
         facts_after = EmbeddingIndex(str(tmp_path), "hipporag_facts").ids
         names_after = EmbeddingIndex(str(tmp_path), "hipporag_entity_names").ids
-        assert len(facts_after) == snapshot.num_edges > len(facts_before)  # on disk before any new query
+        assert len(facts_after) == snapshot.num_edges > len(facts_before)  # on disk before any query
         assert sorted(names_after) == sorted(snapshot.node_ids) and "Bob Marsh" in names_after
+        result = await rag.aquery_data("Where was Alice Vance born?", QueryParam(mode="prism"))
+        assert result["data"]["chunks"]
     finally:
         await rag.finalize_storages()

@@ -1,0 +1,74 @@
+"""Query-time state of the ``hipporag`` and ``prism`` modes, kept ready by inserts.
+
+Both modes read an entity-name index and a fact index (``hipporag_index.EmbeddingIndex``) and views derived from
+the graph snapshot (HippoRAG's entity + passage graph with its PPR transition, the facts' vectors, the entity
+vectors, FastRP). Built
+lazily, the first query after an insert paid for all of it (seconds to minutes on a fresh index). With
+``PrismRAG.prepare_query_indexes`` (the default) the insert does that work instead:
+
+1. while documents are processed, every entity and relation upserted into LightRAG's vector stores hands its name
+   or fact text (:func:`index_items`) to the insert's background embedder (``insert/prefetch.py``), which embeds
+   them in batches and stages the vectors in the indexes;
+2. at the end of ``ainsert``, :func:`prepare_query_state` builds the new snapshot and its derived views; the
+   indexes' ``sync`` finds the staged vectors and embeds only what the stage missed.
+
+A failure there is logged, never raised: the inserted data is already stored, and the next query builds the same
+state lazily.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Iterator
+
+from ..snapshot import GraphSnapshot
+from ..vectors import entity_matrix
+from .hipporag_facts import fact_id, fact_text, fact_view, orient, predicate_of
+from .hipporag_graph import hippo_state, hipporag_graph
+from .hipporag_index import EmbeddingIndex
+from .prism_expand import fastrp_matrix
+from .prism_rank import entity_num_chunks, name_links
+
+logger = logging.getLogger(__name__)
+
+
+def index_items(rag, storage, data: dict) -> Iterator[tuple[EmbeddingIndex, str, str]]:
+    """(index, id, text) for each row of an upsert into ``rag``'s entity or relation vector store that the
+    name or fact index lacks. The texts are the ones the indexes embed at query time (``hipporag_graph`` and
+    ``hipporag_facts``), so a staged vector is exactly the one ``sync`` would compute."""
+    state = hippo_state(rag)
+    for record in data.values():
+        if not isinstance(record, dict):
+            continue
+        if storage is rag.entities_vdb and record.get("entity_name"):
+            name = str(record["entity_name"])
+            if not state.name_index.has(name):
+                yield state.name_index, name, name
+        elif storage is rag.relationships_vdb and record.get("src_id") and record.get("tgt_id"):
+            src, tgt = orient(str(record["src_id"]), str(record["tgt_id"]), record)
+            fact = (src, predicate_of(record), tgt)
+            if not state.fact_index.has(fact_id(fact)):
+                yield state.fact_index, fact_id(fact), fact_text(fact)
+
+
+def warm_snapshot(rag, snapshot: GraphSnapshot) -> None:
+    """The cheap per-snapshot caches the prism mode reads (FastRP updated incrementally when it can be)."""
+    entity_num_chunks(snapshot)
+    name_links(snapshot, [])
+    snapshot.edge_index()
+    if snapshot.adj.nnz:
+        fastrp_matrix(snapshot, rag._snapshots.previous)
+
+
+async def prepare_query_state(rag) -> bool:
+    """Build what the first hipporag/prism query would build (see the module doc); True when it ran."""
+    try:
+        snapshot = await rag.graph_snapshot()
+        await asyncio.gather(hipporag_graph(rag, snapshot), fact_view(rag, snapshot), entity_matrix(rag, snapshot))
+        await asyncio.to_thread(warm_snapshot, rag, snapshot)
+    except Exception as exc:  # noqa: BLE001 - must never fail a completed insert
+        logger.warning("hipporag/prism query state not prepared after insert (the next query will build it): %s",
+                       exc)
+        return False
+    return True
