@@ -45,7 +45,7 @@ class PrismQueryParam(QueryParam):
     prism_name_linking: bool = True
     prism_expansion_weight: float = 0.3
     prism_passage_weight: float = 0.1
-    prism_dense_head: int = 1
+    prism_dense_head: int = 2
     prism_keyword_vectors: bool = False
 
     # --- HippoRAG 2 (hipporag mode); HippoRAG 2's settings: linking_top_k=5, passage_node_weight=0.05,
@@ -57,7 +57,9 @@ class PrismQueryParam(QueryParam):
     hipporag_damping: float = 0.5
     enable_fact_filter: bool = True
     # passages ranked first by dense score, then PPR order; 0 = HippoRAG 2 (PPR alone), see docs/hipporag.md
-    hipporag_dense_head: int = 1
+    hipporag_dense_head: int = 2
+    # entities the query names exactly are seeds too (as in prism), beside the facts
+    hipporag_name_linking: bool = True
 
     # --- FiDeLiS (fidelis mode); defaults are the official code's ---
     topic_entities: list[str] = field(default_factory=list)

@@ -3,11 +3,10 @@
 Passages go through LightRAG's normal insert pipeline, so every storage (chunks, graph, vectors, per-document
 entity lists, doc status) is written exactly as for real documents. The "LLM" answering the extraction prompts
 replays precomputed OpenIE triples when the dataset has them (MuSiQue: GPT-3.5-turbo-1106 output published by
-HippoRAG), otherwise it is the offline heuristic extractor. Descriptions are merged by LightRAG; summaries fall
-back to joining (see ``backends.offline_llm``).
+HippoRAG), otherwise it is the offline extractor (``insert/extraction``), as for any user without an LLM.
 
-LightRAG flushes every storage after each document, so passages are grouped into documents of ``group_size``
-passages separated by a marker and split back with ``split_by_character_only``: one chunk per passage.
+Each passage is one document and one chunk (``split_by_character_only`` with a separator no passage contains keeps
+a long passage whole, HippoRAG's protocol), inserted in batches of ``batch_size`` documents per ``ainsert``.
 """
 
 from __future__ import annotations
@@ -65,19 +64,19 @@ def openie_replay_llm(dataset: Dataset):
     return replay
 
 
-async def index_passages(rag, dataset: Dataset, group_size: int = 100, progress: bool = True) -> int:
+async def index_passages(rag, dataset: Dataset, batch_size: int = 500, progress: bool = True) -> int:
     """Insert the dataset's passages that the instance does not hold yet; returns how many were inserted."""
-    groups = [dataset.passages[i:i + group_size] for i in range(0, len(dataset.passages), group_size)]
-    doc_ids = [f"{dataset.name}-{g[0].id}-{len(g)}" for g in groups]
-    present = await rag.full_docs.get_by_ids(doc_ids)
-    todo = [(d, g) for d, g, have in zip(doc_ids, groups, present) if not have]
-    inserted = 0
-    for doc_id, group in tqdm(todo, desc=f"indexing {dataset.name}", unit="group", disable=not progress):
-        text = PASSAGE_SEPARATOR.join(p.content for p in group)
-        await rag.ainsert(text, split_by_character=PASSAGE_SEPARATOR, split_by_character_only=True,
-                          ids=[doc_id], file_paths=[f"{dataset.name}/{doc_id}"])
-        inserted += len(group)
-    return inserted
+    ids = [f"{dataset.name}-{p.id}" for p in dataset.passages]
+    present = await rag.full_docs.get_by_ids(ids)
+    todo = [(doc_id, p) for doc_id, p, have in zip(ids, dataset.passages, present) if not have]
+    with tqdm(total=len(todo), desc=f"indexing {dataset.name}", unit="passage", disable=not progress) as bar:
+        for start in range(0, len(todo), batch_size):
+            batch = todo[start:start + batch_size]
+            await rag.ainsert([p.content for _, p in batch], split_by_character=PASSAGE_SEPARATOR,
+                              split_by_character_only=True, ids=[doc_id for doc_id, _ in batch],
+                              file_paths=[f"{dataset.name}/{p.id}" for _, p in batch])
+            bar.update(len(batch))
+    return len(todo)
 
 
 def passage_lookup(dataset: Dataset) -> dict[str, str]:

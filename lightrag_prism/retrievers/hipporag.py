@@ -4,7 +4,10 @@
    ``linking_top_k`` go to the recognition-memory filter (:mod:`.hipporag_filter`), which keeps up to
    ``max_filtered_facts``.
 2. Seeds: each kept fact's subject and object get ``fact score / #passages containing the entity`` (averaged over
-   the facts naming it); the ``top_seed_phrases`` phrases with the best mean fact score are kept.
+   the facts naming it); the ``top_seed_phrases`` phrases with the best mean fact score are kept. With
+   ``hipporag_name_linking`` (an addition to HippoRAG 2, shared with the prism mode), every entity the query names
+   exactly gets ``1 / #passages`` more: a question's own names are the recognition signal a model without an LLM
+   filter still has (docs/hipporag.md).
 3. Every passage gets ``minmax(dense score) * passage_node_weight``; Personalized PageRank with
    ``hipporag_damping`` over the undirected entity + passage graph (:mod:`.hipporag_graph`); passages are ranked
    by PPR probability; the ``hipporag_dense_head`` best passages by dense score go first (default 1, which keeps R@1
@@ -28,7 +31,8 @@ from ..result import Retrieval, ScoredItem
 from .hipporag_facts import fact_view, minmax, top_facts
 from .hipporag_filter import STEP, recognise
 from .hipporag_graph import HippoGraph, hipporag_graph
-from .prism_rank import top_indices
+from ..keywords import entity_spans
+from .prism_rank import name_links, seed_vector, top_indices
 
 KIND = "chunks"
 # Min-max over all facts gives the graph's worst fact 0; in a small graph that can be a kept fact, which would then
@@ -119,20 +123,24 @@ async def retrieve(ctx) -> Retrieval:
     meta.update(candidate_facts=[{"fact": list(f), "score": float(s)} for f, s in zip(candidates, scores)],
                 facts=[{"fact": list(candidates[i]), "score": float(scores[i])} for i in kept],
                 n_passages=len(graph.passage_ids), n_synonym_edges=graph.n_synonym_edges)
-    if not kept:
-        out.record_fallback("hipporag_ppr", "no fact survived: dense passage ranking")
+    linked = name_links(snapshot, entity_spans(ctx.query)) if param.hipporag_name_linking else np.zeros(0, np.int64)
+    meta["name_links"] = [snapshot.node_ids[i] for i in linked.tolist()]
+    if not kept and linked.size == 0:
+        out.record_fallback("hipporag_ppr", "no fact survived and no entity named: dense passage ranking")
         out.chunks = passage_items(graph, dense, k, "dense")
         meta.update(seeds=[], ranking="dense", seconds=time.perf_counter() - started)
         return out
     kept_rows = rows[kept]
     seeds = seed_weights(kept_rows, np.maximum(scores[kept], MIN_KEPT_FACT_SCORE), snapshot.edge_src, snapshot.edge_tgt,
                          graph.entity_num_chunks, param.top_seed_phrases)
+    seeds = seed_vector(seeds, linked, graph.entity_num_chunks)
     passage_scores = rank_passages(graph, seeds, dense, param)
     head_above = 1.0 if param.hipporag_dense_head > 0 else np.inf  # PPR probabilities are <= 1
     out.chunks = passage_items(graph, passage_scores, k, "ppr", head_above)
     seed_rows = np.flatnonzero(seeds)
     seed_rows = seed_rows[np.argsort(-seeds[seed_rows], kind="stable")]
-    out.entities = [ScoredItem("entity", snapshot.node_ids[i], float(seeds[i]), ("fact",),
+    named = set(linked.tolist())
+    out.entities = [ScoredItem("entity", snapshot.node_ids[i], float(seeds[i]), ("name",) if i in named else ("fact",),
                                dict(snapshot.node_data[i])) for i in seed_rows.tolist()]
     meta.update(seeds=[{"entity": e.id, "weight": e.score} for e in out.entities], ranking="ppr",
                 seconds=time.perf_counter() - started)
