@@ -125,7 +125,7 @@ class InsertFeaturesMixin:
         """LightRAG's pipeline run; with many documents in flight, storage flushes are paced (group commit)."""
         counts = await self.doc_status.get_status_counts() if self.group_commit else {}
         backlog = sum(n for status, n in counts.items() if status not in _DONE_STATUSES)
-        paced = backlog > 1 and self.max_parallel_insert >= PACED_MIN_PARALLEL
+        paced = min(backlog, self.max_parallel_insert) >= PACED_MIN_PARALLEL
         with self._prism_commit_policy.bulk(paced):
             return await super().apipeline_process_enqueue_documents(*args, **kwargs)
 
