@@ -1,11 +1,11 @@
 """Offline insert cost as the corpus grows, against stock LightRAG with the same extractor and embedder.
 
-    python benchmarks/bench_insert.py                       # 100, 1,000 and 3,000 passages; stock at 100 and 1,000
+    python benchmarks/bench_insert.py                       # 100, 1,000 and 3,000 passages; stock at 100 and 500
     python benchmarks/bench_insert.py --sizes 100,1000,3000 --baseline-sizes 100,1000,3000
     python benchmarks/bench_insert.py --sizes 3000 --baseline-sizes "" --profile   # where the time goes
 
 Corpus: the bundled 2WikiMultihopQA passages (text only, ``title + "\\n" + text``), one document per passage, all
-in one list ``ainsert``. Each size starts from an empty working dir. Both sides run without an LLM, with the
+in one list ``ainsert``. Each side and size runs in a fresh process from an empty working dir. Both sides run without an LLM, with the
 offline spaCy extractor and the local all-MiniLM-L6-v2 embedder (``embedding_batch_num=64``, no gleaning):
 
 * ``prism``: ``lightrag_prism.LightRAG`` with no ``llm_model_func`` (its defaults);
@@ -16,7 +16,7 @@ offline spaCy extractor and the local all-MiniLM-L6-v2 embedder (``embedding_bat
 The time covers ``ainsert`` and ``finalize_storages`` (everything durable). It prints passages/s, ms per passage and
 the ratio of the per-passage cost at each size to the smallest size, then, for prism, the first ``prism`` and
 ``hipporag`` query after the insert against the median of warm queries, and the same after a second, small
-insert (``--followup`` passages). Writes ``benchmarks/results/bench_insert.json``.
+insert (``--followup`` passages), with that insert's time. Writes ``benchmarks/results/bench_insert.json``.
 """
 
 from __future__ import annotations
@@ -24,10 +24,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import json
 import logging
 import pstats
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -152,50 +154,64 @@ def report_line(side: str, n: int, seconds: float, base_ms: float | None) -> str
     return f"| {side} | {n} | {seconds:8.1f} | {n / seconds:6.1f} | {ms:7.1f} | {ratio} |"
 
 
+def measure(side: str, n: int, followup: int, root: Path, profile: bool) -> dict:
+    """One side at one size, in this process (an empty working dir, the models loaded before the clock starts)."""
+    corpus = load_2wiki_corpus()
+    passages, extra = corpus[:n], corpus[n:n + followup]
+    work = root / f"{side}-{n}"
+    shutil.rmtree(work, ignore_errors=True)
+    result = {"embedder_precision": warm_up()}
+    profiler = cProfile.Profile() if profile else None
+    if profiler:
+        profiler.enable()
+    result.update(asyncio.run(run_prism(passages, extra, work) if side == "prism" else run_stock(passages, work)))
+    if profiler:
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
+    shutil.rmtree(work, ignore_errors=True)
+    return result
+
+
+def measure_in_subprocess(side: str, n: int, args, root: Path) -> dict:
+    """Each measurement in a fresh process, so no size inherits another's heap, caches or worker state."""
+    out = root / f"{side}-{n}.json"
+    command = [sys.executable, __file__, "--one", f"{side}:{n}", "--work", str(root), "--followup", str(args.followup)]
+    subprocess.run(command + (["--profile"] if args.profile else []), check=True)
+    return json.loads(out.read_text())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="100,1000,3000")
-    parser.add_argument("--baseline-sizes", default="100,1000", help="sizes stock LightRAG runs at ('' for none)")
+    parser.add_argument("--baseline-sizes", default="100,500", help="sizes stock LightRAG runs at ('' for none)")
     parser.add_argument("--followup", type=int, default=20, help="passages of the second insert before re-querying")
     parser.add_argument("--work", default=None, help="working dir root (default: a temporary dir)")
-    parser.add_argument("--profile", action="store_true", help="cProfile the prism insert at the largest size")
+    parser.add_argument("--profile", action="store_true", help="cProfile each measurement (main process only)")
+    parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # internal: SIDE:N in this process
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("lightrag").setLevel(logging.WARNING)
+    root = Path(args.work or tempfile.mkdtemp(prefix="bench_insert_"))
+    if args.one:
+        side, n = args.one.split(":")
+        result = measure(side, int(n), args.followup, root, args.profile)
+        (root / f"{side}-{n}.json").write_text(json.dumps(result))
+        return
     sizes = sorted(int(s) for s in args.sizes.split(",") if s.strip())
     baseline = sorted(int(s) for s in args.baseline_sizes.split(",") if s.strip())
-    corpus = load_2wiki_corpus()
-    if max(sizes + baseline) + args.followup > len(corpus):
-        raise SystemExit(f"the corpus has {len(corpus)} passages")
-    root = Path(args.work or tempfile.mkdtemp(prefix="bench_insert_"))
-    results = {"corpus": "2wikimultihopqa", "embedder_precision": warm_up(), "prism": {}, "stock": {}}
-    print(f"embedder precision: {results['embedder_precision']}", flush=True)
-    rows = []
-    for n in sizes:
-        passages, followup = corpus[:n], corpus[n:n + args.followup]
-        work = root / f"prism-{n}"
-        shutil.rmtree(work, ignore_errors=True)
-        profiler = cProfile.Profile() if args.profile and n == sizes[-1] else None
-        if profiler:
-            profiler.enable()
-        results["prism"][n] = asyncio.run(run_prism(passages, followup, work))
-        if profiler:
-            profiler.disable()
-            pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
-        rows.append(("prism", n, results["prism"][n]["seconds"]))
-        print(rows[-1], results["prism"][n]["graph"], flush=True)
-        if n in baseline:
-            work = root / f"stock-{n}"
-            shutil.rmtree(work, ignore_errors=True)
-            results["stock"][n] = asyncio.run(run_stock(passages, work))
-            rows.append(("stock", n, results["stock"][n]["seconds"]))
-            print(rows[-1], flush=True)
+    if max(sizes + baseline) + args.followup > len(load_2wiki_corpus()):
+        raise SystemExit(f"the corpus has {len(load_2wiki_corpus())} passages")
+    results: dict = {"corpus": "2wikimultihopqa", "prism": {}, "stock": {}}
+    for side, side_sizes in (("prism", sizes), ("stock", baseline)):
+        for n in side_sizes:
+            results[side][n] = measure_in_subprocess(side, n, args, root)
+            print(f"{side} {n}: {results[side][n]['seconds']:.1f} s {results[side][n].get('graph', '')}", flush=True)
     print("\n| side | passages | seconds | passages/s | ms/passage | cost vs smallest |\n|---|---|---|---|---|---|")
     for side in ("prism", "stock"):
-        side_rows = [r for r in rows if r[0] == side]
-        base_ms = 1000 * side_rows[0][2] / side_rows[0][1] if side_rows else None
-        for _, n, seconds in side_rows:
-            print(report_line(side, n, seconds, base_ms))
+        runs = sorted(results[side].items())
+        base_ms = 1000 * runs[0][1]["seconds"] / runs[0][0] if runs else None
+        for n, run in runs:
+            print(report_line(side, n, run["seconds"], base_ms))
     for n in baseline:
         if n in results["prism"]:
             print(f"stock / prism time at {n}: {results['stock'][n]['seconds'] / results['prism'][n]['seconds']:.2f}x")

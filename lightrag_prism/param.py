@@ -43,7 +43,7 @@ class PrismQueryParam(QueryParam):
     prism_seed_facts: int = 10
     prism_seed_phrases: int = 5
     prism_name_linking: bool = True
-    prism_expansion_weight: float = 0.3
+    prism_expansion_weight: float = 0.15
     prism_passage_weight: float = 0.1
     prism_dense_head: int = 2
     prism_keyword_vectors: bool = False
