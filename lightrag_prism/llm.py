@@ -7,9 +7,10 @@ LightRAG's own ``handle_cache``/``save_to_cache``, so a repeated query asks noth
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from typing import Any
+from typing import Any, Callable
 
 from lightrag.utils import CacheData, compute_args_hash, handle_cache, save_to_cache
 
@@ -40,9 +41,36 @@ async def cached_llm_call(rag, prompt: str, *, system_prompt: str | None = None,
     return answer
 
 
+#: Longer LLM answers are not parsed (the parser's fallback applies): every prompt here asks for a short answer,
+#: and reading megabytes of it would cost more than the call.
+MAX_ANSWER_CHARS = 100_000
+#: What a parser may raise on hostile text (deep nesting recurses in ``json``/``ast``); turned into the fallback.
+_PARSE_ERRORS = (ValueError, TypeError, RecursionError, MemoryError)
+
+
+def total_parser(fallback: Any = None) -> Callable:
+    """Make an LLM-answer parser total: a non-string, an answer over :data:`MAX_ANSWER_CHARS`, or text that makes
+    it raise gives ``fallback`` (callers record the fallback as they do for any unreadable answer)."""
+
+    def wrap(parse: Callable) -> Callable:
+        @functools.wraps(parse)
+        def parse_total(text: Any, *args: Any, **kwargs: Any) -> Any:
+            if text is not None and (not isinstance(text, str) or len(text) > MAX_ANSWER_CHARS):
+                return fallback
+            try:
+                return parse(text, *args, **kwargs)
+            except _PARSE_ERRORS:
+                return fallback
+
+        return parse_total
+
+    return wrap
+
+
 _JSON_BLOCK = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
+@total_parser()
 def parse_json_answer(text: str | None) -> Any | None:
     """Parse an LLM answer as JSON: the whole text, a fenced block, then the outermost {...} or [...].
 
@@ -58,6 +86,6 @@ def parse_json_answer(text: str | None) -> Any | None:
     for candidate in candidates:
         try:
             return json.loads(candidate)
-        except (json.JSONDecodeError, ValueError):
+        except (ValueError, RecursionError):  # JSONDecodeError is a ValueError; deep nesting recurses
             continue
     return None

@@ -30,7 +30,7 @@ from typing import Any
 
 from lightrag.prompt import PROMPTS
 
-from ..llm import cached_llm_call, parse_json_answer
+from ..llm import cached_llm_call, parse_json_answer, total_parser
 from .jsonfile import write_json_atomic
 
 logger = logging.getLogger(__name__)
@@ -82,6 +82,7 @@ def clean_type_name(name: Any) -> str | None:
     return cleaned if cleaned.lower() not in {"other", "unknown"} else None
 
 
+@total_parser()
 def parse_type_answer(text: str | None) -> list[tuple[str, str]] | None:
     """``[(name, explanation)]`` from an LLM answer, or ``None`` when the answer is unusable."""
     data = parse_json_answer(text)

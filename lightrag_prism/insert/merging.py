@@ -25,7 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..graph.knn import topk_cosine
-from ..llm import cached_llm_call, parse_json_answer
+from ..llm import cached_llm_call, parse_json_answer, total_parser
 from ..vectors import entity_matrix
 from .ann import ivf_topk_cosine
 from .entity_types import state_dir
@@ -55,6 +55,7 @@ Answer with JSON only:
 """
 
 
+@total_parser()
 def parse_decision(text: str | None) -> dict[str, Any] | None:
     """``{"merge", "confidence", "canonical_name"}`` from an LLM answer, or ``None`` if unusable."""
     data = parse_json_answer(text)

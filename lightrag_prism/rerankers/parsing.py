@@ -11,10 +11,15 @@ import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
+from ..llm import total_parser
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
-_RANKING_RE = re.compile(r"[\"']?ranking[\"']?\s*[:=]\s*\[([^\]]*)\]", re.IGNORECASE)
-_SCORES_BLOCK_RE = re.compile(r"[\"']?scores[\"']?\s*[:=]\s*\{([^}]*)\}", re.IGNORECASE)
+# The lists are bounded, and looked for in the answer's first REGEX_SPAN characters: an unbounded ``[^\]]*``
+# rescanned the rest of the text from every "ranking: [" without a closing bracket (3.5 s on a 100,000-character
+# answer repeating it). A window's ranking and scores are far shorter.
+_RANKING_RE = re.compile(r"[\"']?ranking[\"']?\s*[:=]\s*\[([^\]]{0,2000})\]", re.IGNORECASE)
+_SCORES_BLOCK_RE = re.compile(r"[\"']?scores[\"']?\s*[:=]\s*\{([^}]{0,4000})\}", re.IGNORECASE)
+REGEX_SPAN = 20_000
 _SCORE_PAIR_RE = re.compile(r"[\"']?(-?\d+)[\"']?\s*:\s*(-?\d+(?:\.\d+)?)")
 _INT_RE = re.compile(r"-?\d+")
 
@@ -90,54 +95,59 @@ def _from_json(data: Any) -> ListwiseAnswer | None:
 
 
 def _first_balanced(text: str, open_ch: str, close_ch: str) -> str | None:
-    """The first balanced ``open_ch ... close_ch`` block (ignores brackets inside strings)."""
-    start = text.find(open_ch)
-    while start != -1:
-        depth, in_str, escaped = 0, False, False
-        for pos in range(start, len(text)):
-            ch = text[pos]
-            if in_str:
-                if escaped:
-                    escaped = False
-                elif ch == "\\":
-                    escaped = True
-                elif ch == '"':
-                    in_str = False
-                continue
-            if ch == '"':
-                in_str = True
-            elif ch == open_ch:
-                depth += 1
-            elif ch == close_ch:
-                depth -= 1
-                if depth == 0:
-                    return text[start : pos + 1]
-        start = text.find(open_ch, start + 1)
-    return None
+    """The first balanced ``open_ch ... close_ch`` block: the earliest opener that has a matching closer (brackets
+    inside strings are skipped). One pass with a stack: a scan from every opener was quadratic on ``'{' * n``."""
+    first = text.find(open_ch)
+    if first == -1:
+        return None
+    stack: list[int] = []
+    best: tuple[int, int] | None = None
+    in_str = escaped = False
+    for pos in range(first, len(text)):
+        ch = text[pos]
+        if in_str:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch == open_ch:
+            stack.append(pos)
+        elif ch == close_ch and stack:
+            opened = stack.pop()
+            if not stack and (best is None or opened < best[0]):
+                return text[opened: pos + 1]  # every opener before it was matched earlier or never is
+            if best is None or opened < best[0]:
+                best = (opened, pos)
+    return text[best[0]: best[1] + 1] if best else None
 
 
 def _try_json(text: str) -> ListwiseAnswer | None:
     try:
         return _from_json(json.loads(text))
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):  # deep nesting recurses in the decoder
         return None
 
 
 def _regex_answer(text: str) -> ListwiseAnswer | None:
-    match = _RANKING_RE.search(text)
+    match = _RANKING_RE.search(text[:REGEX_SPAN])
     if not match:
         return None
     ranking = [int(tok) for tok in _INT_RE.findall(match.group(1))]
     if not ranking:
         return None
     scores: dict[int, float] = {}
-    block = _SCORES_BLOCK_RE.search(text)
+    block = _SCORES_BLOCK_RE.search(text[:REGEX_SPAN])
     if block:
         for key, value in _SCORE_PAIR_RE.findall(block.group(1)):
             scores[int(key)] = float(value)
     return ListwiseAnswer(ranking, scores)
 
 
+@total_parser()
 def parse_listwise_answer(text: str) -> ListwiseAnswer | None:
     """Parse a window answer: whole-text JSON, fenced JSON, first ``{...}``, a regex, then an outer ``[...]``."""
     if not isinstance(text, str) or not text.strip():
@@ -194,6 +204,7 @@ def _letters(patterns: list[re.Pattern[str]], text: str) -> set[str]:
     return found
 
 
+@total_parser()
 def parse_pairwise_verdict(text: str) -> str | None:
     """``"A"``/``"B"`` when exactly one letter is named at the strongest tier that names any, else ``None``.
 

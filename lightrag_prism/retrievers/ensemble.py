@@ -34,7 +34,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..context import QueryContext
-from ..llm import parse_json_answer
+from ..llm import parse_json_answer, total_parser
 from ..rerankers import ListwiseReranker
 from ..result import Retrieval, ScoredItem
 
@@ -85,6 +85,7 @@ def _strings(value) -> list[str]:
     return []
 
 
+@total_parser()
 def parse_expansion(text: str | None) -> list[str] | None:
     """Queries from an expansion answer: JSON first, then numbered/bulleted lines; ``None`` when nothing usable."""
     queries = _strings(parse_json_answer(text))

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..llm import parse_json_answer
+from ..llm import parse_json_answer, total_parser
 
 PLAN_STEP = "fidelis_plan"
 BEAM_STEP = "fidelis_beam"
@@ -87,6 +87,7 @@ def _tolerant_plan(text: str) -> dict[str, Any] | None:
     return out if out.get("keywords") else None
 
 
+@total_parser()
 def parse_plan(text: str | None) -> Plan | None:
     """The planning answer as a :class:`Plan`, or ``None`` when no keywords can be read from it."""
     data = parse_json_answer(text)
@@ -128,6 +129,7 @@ def _int_list(value: Any) -> list[int] | None:
     return out or None
 
 
+@total_parser()
 def parse_index_list(text: str | None) -> list[int] | None:
     """Indices from a JSON list (or object holding one), else from the LAST bracketed list; ``None`` on garbage."""
     if not text:
@@ -178,6 +180,7 @@ _YES = re.compile(r"\byes\b")
 _NO = re.compile(r"\b(no|not|cannot|can't|can ?not|unable|insufficient)\b")
 
 
+@total_parser(False)
 def parse_yes_no(text: str | None) -> bool:
     """Verifier answer → True only for an unambiguous yes ("Yes", "yes.", "**YES**", "The answer is yes").
 

@@ -22,7 +22,7 @@ import json
 import re
 import unicodedata
 
-from ..llm import parse_json_answer
+from ..llm import parse_json_answer, total_parser
 
 MATCH_THRESHOLD = 0.85
 MAX_LITERAL_CHARS = 20_000  # ast.literal_eval on a huge/deep answer is refused (memory/recursion guard)
@@ -158,6 +158,7 @@ def _strict_parse(text: str):
     return None
 
 
+@total_parser()
 def parse_filter_response(text: str | None) -> list[list[str]] | None:
     """The facts in an LLM answer, ``[]`` for an explicit empty answer, ``None`` if nothing parses."""
     if not text or not text.strip():

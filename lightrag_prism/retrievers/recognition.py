@@ -23,7 +23,7 @@ import json
 import logging
 from dataclasses import replace
 
-from ..llm import parse_json_answer
+from ..llm import parse_json_answer, total_parser
 from ..snapshot import GRAPH_FIELD_SEP, split_field
 from ..result import Retrieval, ScoredItem, relation_id
 
@@ -70,6 +70,7 @@ def short_ids(retrieval: Retrieval) -> list[tuple[str, ScoredItem]]:
     return out
 
 
+@total_parser()
 def parse_irrelevant(answer: str | None, batch_ids: set[str]) -> set[str] | None:
     """The flagged ids of this batch, or None if the answer is not ``{"irrelevant": [ids]}``."""
     parsed = parse_json_answer(answer)
