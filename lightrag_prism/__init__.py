@@ -14,6 +14,7 @@ from .backends import (
 )
 from .errors import LLMNotConfiguredError
 from .param import PrismQueryParam
+from .quiet_logs import install as _install_quiet_logs
 from .rag import PrismRAG
 from .retrievers import registered_modes, valid_modes
 
@@ -26,3 +27,5 @@ __all__ = [
     "openai_compatible_llm", "registered_modes", "valid_modes",
 ]
 __version__ = "0.1.0"
+
+_install_quiet_logs()

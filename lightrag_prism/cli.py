@@ -1,12 +1,13 @@
 """The ``lightrag-prism`` command: index files, query them, run the benchmark or the offline demo.
 
     lightrag-prism index docs/ notes.txt --working-dir ./prism_storage
-    lightrag-prism query "Who founded Acme?" --mode prism --working-dir ./prism_storage
+    lightrag-prism query "Who founded Acme?" --mode prism --working-dir ./prism_storage --top-k 20 ppr_damping=0.6
     lightrag-prism bench --questions 100
     lightrag-prism demo
 
 The LLM comes from the environment (see ``backends.openai_compat``); without one, indexing uses the offline
-heuristic extractor and ``query`` prints the retrieved context instead of an answer.
+extractor and ``query`` prints the retrieved context instead of an answer. Every failure is one line on stderr and
+exit code 2; ``-v`` shows LightRAG's INFO logs and the traceback of a failure.
 """
 
 from __future__ import annotations
@@ -15,33 +16,18 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
-from .errors import LLM_SETUP_HINT, LLMNotConfiguredError
+from .errors import LLM_SETUP_HINT
+from .inputs import SUPPORTED_SUFFIXES, InputError, collect_documents
 
-TEXT_SUFFIXES = (".txt", ".md", ".html", ".htm")
+EXIT_ERROR = 2
 
 
 class CLIError(Exception):
     """A user error reported as one line, without a traceback."""
-
-
-def collect_files(paths: list[str]) -> list[tuple[Path, str]]:
-    """The non-empty text files under ``paths``, with their content (read once)."""
-    files: list[Path] = []
-    for raw in paths:
-        path = Path(raw)
-        if not path.exists():
-            raise CLIError(f"No such file or directory: {raw}")
-        if path.is_dir():
-            files += sorted(p for p in path.rglob("*") if p.suffix.lower() in TEXT_SUFFIXES and p.is_file())
-        else:
-            files.append(path)
-    texts = [(f, text) for f in files if (text := f.read_text(encoding="utf-8", errors="replace")).strip()]
-    if not texts:
-        raise CLIError(f"Nothing to index: no non-empty {'/'.join(TEXT_SUFFIXES)} files in {', '.join(paths)}")
-    return texts
 
 
 def make_rag(working_dir: str):
@@ -51,18 +37,39 @@ def make_rag(working_dir: str):
                     embedding_func=embedding_from_env() or local_embedding_func(), embedding_batch_num=64)
 
 
+def check_working_dir(working_dir: str, *, for_query: bool) -> None:
+    path = Path(working_dir)
+    if path.exists() and not path.is_dir():
+        raise CLIError(f"Working dir {working_dir!r} is a file, not a directory: pass a directory with --working-dir")
+    if not for_query:
+        return
+    if not path.exists():
+        raise CLIError(f"Working dir {working_dir!r} does not exist: run `lightrag-prism index PATH "
+                       f"--working-dir {working_dir}` first")
+    if not any(path.glob("kv_store_doc_status.json")) and not any(path.glob("*/kv_store_doc_status.json")):
+        raise CLIError(f"Working dir {working_dir!r} holds no index (nothing was ever indexed there): run "
+                       f"`lightrag-prism index PATH --working-dir {working_dir}` first")
+
+
 async def cmd_index(args) -> None:
     from tqdm.auto import tqdm
 
-    files = collect_files(args.paths)
+    check_working_dir(args.working_dir, for_query=False)
+    collected = collect_documents(args.paths)
+    for refused in collected.refused:
+        print(f"skipped {refused} (supported: {' '.join(SUPPORTED_SUFFIXES)})", file=sys.stderr)
+    if not collected.documents:
+        raise CLIError(f"Nothing to index: no non-empty {'/'.join(SUPPORTED_SUFFIXES)} files in "
+                       f"{', '.join(args.paths)}")
     Path(args.working_dir).mkdir(parents=True, exist_ok=True)
     rag = make_rag(args.working_dir)
     if not rag.llm_configured:
-        print("No LLM configured: using the offline heuristic extractor (capitalised phrases, sentence "
-              "co-occurrence). For LLM extraction:\n" + LLM_SETUP_HINT, file=sys.stderr)
+        print("No LLM configured: using the offline extractor. For LLM extraction:\n" + LLM_SETUP_HINT,
+              file=sys.stderr)
     await rag.initialize_storages()
     try:
-        for path, text in tqdm(files, desc="indexing", unit="file"):
+        files = collected.documents
+        for path, text in tqdm(files, desc="indexing", unit="file", disable=args.quiet):
             await rag.ainsert(text, file_paths=[str(path)])
         snapshot = await rag.graph_snapshot()
         print(f"Indexed {len(files)} file(s) into {args.working_dir}: "
@@ -71,16 +78,23 @@ async def cmd_index(args) -> None:
         await rag.finalize_storages()
 
 
-async def cmd_query(args) -> None:
+def query_param(args):
     from . import PrismQueryParam
+    from .eval.bench import parse_mode_spec
 
-    if not Path(args.working_dir).is_dir():
-        raise CLIError(f"Working dir {args.working_dir!r} does not exist: run `lightrag-prism index PATH "
-                       f"--working-dir {args.working_dir}` first")
+    _, knobs = parse_mode_spec(":".join([args.mode, *args.knobs]))
+    for name in ("top_k", "chunk_top_k"):
+        if getattr(args, name) is not None:
+            knobs[name] = getattr(args, name)
+    return PrismQueryParam(mode=args.mode, enable_rerank=False, **knobs)
+
+
+async def cmd_query(args) -> None:
+    param = query_param(args)
+    check_working_dir(args.working_dir, for_query=True)
     rag = make_rag(args.working_dir)
     await rag.initialize_storages()
     try:
-        param = PrismQueryParam(mode=args.mode, enable_rerank=False)
         if args.context_only or not rag.llm_configured:
             if not args.context_only:
                 print("No LLM configured: showing the retrieved context instead of an answer.\n"
@@ -94,28 +108,76 @@ async def cmd_query(args) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
     from .eval import bench, demo
     from .retrievers import valid_modes
 
-    parser = argparse.ArgumentParser(prog="lightrag-prism", description=__doc__.split("\n")[0])
+    formatter = argparse.ArgumentDefaultsHelpFormatter
+    parser = argparse.ArgumentParser(prog="lightrag-prism", description=__doc__.split("\n")[0],
+                                     formatter_class=formatter)
+    parser.add_argument("--version", action="version", version=f"lightrag-prism {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="LightRAG's INFO logs; tracebacks on errors")
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("index", help="index text/markdown/HTML files or folders")
-    p.add_argument("paths", nargs="+")
-    p.add_argument("--working-dir", default="./prism_storage")
-    p = sub.add_parser("query", help="query an index")
+    p = sub.add_parser("index", help="index text, Markdown or HTML files or folders", formatter_class=formatter)
+    p.add_argument("paths", nargs="+", help=f"files or folders (recursively); types: {' '.join(SUPPORTED_SUFFIXES)}")
+    p.add_argument("--working-dir", default="./prism_storage", help="where the index is stored")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="as above")
+    p = sub.add_parser("query", help="query an index", formatter_class=formatter)
     p.add_argument("question")
-    p.add_argument("--mode", default="mix", choices=valid_modes())
-    p.add_argument("--working-dir", default="./prism_storage")
+    p.add_argument("knobs", nargs="*", metavar="knob=value",
+                   help="QueryParam overrides, e.g. ppr_damping=0.6 prism_dense_head=1")
+    p.add_argument("--mode", default="mix", choices=valid_modes(), help="retrieval mode")
+    p.add_argument("--working-dir", default="./prism_storage", help="the index to query")
+    p.add_argument("--top-k", type=int, default=None, help="entities/relations retrieved (default: LightRAG's)")
+    p.add_argument("--chunk-top-k", type=int, default=None, help="chunks kept (default: LightRAG's)")
     p.add_argument("--context-only", action="store_true", help="print the retrieved data, no answer")
-    bench.build_parser(sub.add_parser("bench", help="benchmark every mode on a bundled dataset"))
-    demo.build_parser(sub.add_parser("demo", help="offline demo: index the bundled sample, query every mode"))
+    p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="as above")
+    bench.build_parser(sub.add_parser("bench", help="benchmark every mode on a bundled dataset (writes "
+                                      "benchmarks/results/bench/ and indexes under prism_storage/bench/)",
+                                      formatter_class=formatter))
+    demo.build_parser(sub.add_parser("demo", help="offline demo: index the bundled sample, query every mode "
+                                     "(writes benchmarks/results/demo/, index in prism_storage/demo/)",
+                                     formatter_class=formatter))
     return parser
 
 
+def configure_logging(verbose: bool) -> None:
+    """Quiet unless -v: LightRAG logs INFO for every step, which buries the result."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING)
+    for name in ("lightrag", "nano-vectordb", "lightrag_prism", "sentence_transformers"):
+        logging.getLogger(name).setLevel(logging.INFO if verbose else logging.WARNING)
+
+
+def describe_failure(exc: BaseException) -> str:
+    """One line: what failed and what to do. LLM/endpoint faults name the endpoint."""
+    name = type(exc).__name__
+    attempt = getattr(exc, "last_attempt", None)  # tenacity.RetryError wraps the real error
+    cause = (attempt.exception() if attempt is not None else None) or exc
+    module = type(cause).__module__
+    if module.startswith(("openai", "httpx", "httpcore", "aiohttp")):
+        endpoint = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
+        model = os.environ.get("PRISM_LLM_MODEL", "")
+        return (f"the LLM endpoint {endpoint} (model {model!r}) failed: {type(cause).__name__}: {cause}. "
+                f"Check OPENAI_BASE_URL, OPENAI_API_KEY and PRISM_LLM_MODEL, or unset PRISM_LLM_MODEL to run offline")
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{name}: {text}" if text else name
+
+
+def parse_args(argv: list[str] | None):
+    """``knob=value`` words may follow options (argparse alone only takes them right after the question)."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        if args.command != "query" or any(word.startswith("-") or "=" not in word for word in extra):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.knobs = [*args.knobs, *extra]
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
-    logging.getLogger("lightrag").setLevel(logging.WARNING)
+    args = parse_args(argv)
+    configure_logging(args.verbose)
     try:
         if args.command == "index":
             asyncio.run(cmd_index(args))
@@ -129,9 +191,17 @@ def main(argv: list[str] | None = None) -> int:
             from .eval.demo import run_from_args
 
             run_from_args(args)
-    except (CLIError, LLMNotConfiguredError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as exc:  # noqa: BLE001 - every failure is one line (the traceback with -v)
+        if args.verbose:
+            raise
+        known = isinstance(exc, (CLIError, InputError, ValueError)) or type(exc).__name__ == "LLMNotConfiguredError"
+        print(f"error: {exc if known else describe_failure(exc)}", file=sys.stderr)
+        if not known:
+            print("(run with -v for the traceback)", file=sys.stderr)
+        return EXIT_ERROR
     return 0
 
 

@@ -73,3 +73,95 @@ def test_demo_end_to_end_with_the_local_embedder(capsys, tmp_path):
     assert list(report["modes"]) == default_modes()
     assert report["modes"]["naive"]["recall"]["10"] > 0
     assert (out_dir / "results.png").stat().st_size > 0
+
+
+# --- one-line errors, input types, options (issue 13) ---------------------------------------------------------
+
+def test_html_becomes_text_with_its_tables_kept_as_html():
+    from lightrag_prism.inputs import html_to_text
+
+    text = html_to_text("<html><head><style>p{}</style><title>t</title></head><body><h1>Report</h1>"
+                        "<p>Sales grew.</p><table><tr><th>Year</th></tr><tr><td>2024</td></tr></table>"
+                        "<script>alert(1)</script></body></html>")
+    assert "Report" in text and "Sales grew." in text
+    assert "<table>" in text and "<td>2024</td>" in text
+    assert "<p>" not in text and "alert" not in text and "</body>" not in text
+
+
+def test_invalid_utf8_is_refused_with_file_and_byte_offset(capsys, tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine text \xff\xfe bad")
+    assert main(["index", str(bad), "--working-dir", str(tmp_path / "w")]) == 2
+    err = capsys.readouterr().err
+    assert "bad.txt" in err and "byte 10" in err and "Traceback" not in err
+
+
+def test_unsupported_types_are_refused_by_name(capsys, tmp_path, endpoint_env):
+    (tmp_path / "paper.pdf").write_bytes(b"%PDF-1.4")
+    assert main(["index", str(tmp_path / "paper.pdf"), "--working-dir", str(tmp_path / "w")]) == 2
+    assert "paper.pdf: unsupported file type '.pdf'" in capsys.readouterr().err
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("Alice Smith works at Acme Corp in Paris.")
+    (docs / "image.png").write_bytes(b"\x89PNG")
+    assert main(["index", str(docs), "--working-dir", str(tmp_path / "w"), "--quiet"]) == 0
+    out = capsys.readouterr()
+    assert "skipped" in out.err and "image.png" in out.err and "Indexed 1 file(s)" in out.out
+
+
+def test_working_dir_errors_say_what_is_wrong(capsys, tmp_path):
+    a_file = tmp_path / "f"
+    a_file.write_text("x")
+    assert main(["query", "q", "--working-dir", str(a_file)]) == 2
+    assert "is a file, not a directory" in capsys.readouterr().err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["query", "q", "--working-dir", str(empty)]) == 2
+    assert "holds no index" in capsys.readouterr().err
+
+
+def test_query_options_and_knob_overrides_reach_the_query_param(capsys):
+    from lightrag_prism.cli import parse_args, query_param
+
+    args = parse_args(["query", "q", "--mode", "prism", "--top-k", "7", "--chunk-top-k", "3",
+                                      "ppr_damping=0.6", "prism_name_linking=False"])
+    param = query_param(args)
+    assert (param.mode, param.top_k, param.chunk_top_k, param.ppr_damping, param.prism_name_linking) == \
+        ("prism", 7, 3, 0.6, False)
+    assert main(["query", "q", "no_such_knob=1", "--working-dir", "."]) == 2
+    assert "no_such_knob" in capsys.readouterr().err
+
+
+def test_an_unreachable_llm_endpoint_is_one_line_naming_it(capsys, monkeypatch, tmp_path):
+    import httpx
+    import openai
+
+    from lightrag_prism import cli
+
+    (tmp_path / "kv_store_doc_status.json").write_text("{}")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("PRISM_LLM_MODEL", "m")
+
+    def unreachable(_):
+        raise openai.APIConnectionError(request=httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions"))
+
+    monkeypatch.setattr(cli, "make_rag", unreachable)
+    assert main(["query", "q", "--working-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "http://127.0.0.1:9/v1" in err and "PRISM_LLM_MODEL" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 2  # the line, and the hint to use -v
+    with pytest.raises(openai.APIConnectionError):
+        main(["query", "q", "--working-dir", str(tmp_path), "-v"])
+
+
+def test_version_and_python_dash_m(capsys):
+    import subprocess
+    import sys
+
+    from lightrag_prism import __version__
+
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert __version__ in capsys.readouterr().out
+    done = subprocess.run([sys.executable, "-m", "lightrag_prism", "--version"], capture_output=True, text=True)
+    assert done.returncode == 0 and __version__ in done.stdout

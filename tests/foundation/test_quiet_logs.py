@@ -1,0 +1,42 @@
+"""LightRAG's warnings that are expected in plugin modes are not emitted; the rerank warning is said once."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from lightrag_prism import QueryParam
+from lightrag_prism.quiet_logs import QuietLightRAG
+from tests.retrievers._kg import make_rag
+
+
+def lightrag_warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "lightrag" and r.levelno >= logging.WARNING]
+
+
+@pytest.mark.asyncio
+async def test_prism_queries_do_not_warn_about_their_own_chunk_handling(tmp_path, caplog):
+    rag = await make_rag(tmp_path)
+    try:
+        with caplog.at_level(logging.WARNING, logger="lightrag"):
+            for _ in range(2):
+                result = await rag.aquery_data("Who founded Acme?", QueryParam(mode="prism"))
+                assert result["status"] == "success"
+        said = lightrag_warnings(caplog)
+        assert not [m for m in said if m.startswith(("No entities with text chunks", "No relation-related chunks"))]
+        assert sum(m.startswith("Rerank is enabled") for m in said) <= 1
+    finally:
+        await rag.finalize_storages()
+
+
+def test_the_filter_keeps_the_same_warnings_outside_plugin_modes():
+    quiet = QuietLightRAG()
+
+    def record(message: str) -> logging.LogRecord:
+        return logging.LogRecord("lightrag", logging.WARNING, __file__, 1, message, None, None)
+
+    assert quiet.filter(record("No entities with text chunks found"))  # no plugin mode running
+    assert quiet.filter(record("Rerank is enabled but no rerank model is configured. ..."))
+    assert not quiet.filter(record("Rerank is enabled but no rerank model is configured. ..."))
+    assert quiet.filter(record("Something else"))
