@@ -3,8 +3,8 @@
     python examples/query_modes.py                 # no LLM: offline fallbacks, retrieved context only
     PRISM_LLM_MODEL=... OPENAI_BASE_URL=... OPENAI_API_KEY=... python examples/query_modes.py   # with answers
 
-Without an LLM the documents are indexed with the offline heuristic extractor and each mode prints what it
-retrieved (score, which perspective found it) and the fallbacks it took. With an LLM each mode also answers.
+Without an LLM the documents are indexed with the offline extractor and each mode prints what it retrieved (its
+top chunk with its score and which perspective found it; stock modes have neither) and the fallbacks it took. With an LLM each mode also answers.
 """
 
 import asyncio
@@ -34,8 +34,10 @@ async def main() -> None:
             data = await rag.aquery_data(QUESTION, param)
             chunks = (data.get("data") or {}).get("chunks", [])
             fallbacks = [f["step"] for f in data.get("metadata", {}).get("prism", {}).get("fallbacks", [])]
-            top = chunks[0]["content"][:60] if chunks else "(nothing)"
-            print(f"{mode:>10}: {len(chunks)} chunks, top: {top!r}, fallbacks: {fallbacks}")
+            top = chunks[0] if chunks else {}
+            found = f"score {top['score']:.3f} found by {top.get('found_by')}" if "score" in top else "stock order"
+            print(f"{mode:>10}: {len(chunks)} chunks, top: {top.get('content', '(nothing)')[:50]!r} ({found}), "
+                  f"fallbacks: {fallbacks}")
             if rag.llm_configured:
                 print(" " * 12 + str(await rag.aquery(QUESTION, param))[:200])
         await rag.finalize_storages()
