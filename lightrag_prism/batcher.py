@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import Any, Callable
+import weakref
+from typing import Any, Callable, Hashable
 
 
 class MicroBatcher:
@@ -50,3 +51,17 @@ class MicroBatcher:
             for (_, future), result in zip(batch, results):
                 if not future.done():
                     future.set_result(result)
+
+
+# A batcher's futures belong to one event loop, so each loop gets its own (tests and sync wrappers run several).
+_per_loop: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Hashable, MicroBatcher]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def loop_batcher(key: Hashable, make_batch_fn: Callable[[], Callable[[list[Any]], Any]],
+                 max_batch: int = 256) -> MicroBatcher:
+    """The running loop's :class:`MicroBatcher` for ``key``, made with ``make_batch_fn()`` on first use."""
+    batchers = _per_loop.setdefault(asyncio.get_running_loop(), {})
+    if key not in batchers:
+        batchers[key] = MicroBatcher(make_batch_fn(), max_batch=max_batch)
+    return batchers[key]

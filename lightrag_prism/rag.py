@@ -46,17 +46,16 @@ GRAPH_MUTATORS = (
 
 
 OFFLINE_EXTRACTION_CONCURRENCY = 64  # extraction calls in flight without an LLM (one nlp.pipe batch)
+# LightRAG schedules a run in pages of 500 documents and drains each page before the next: the tail of every page
+# would run with few documents in flight.
+OFFLINE_SCHEDULING_PAGE = 4096
 # Documents in flight without an LLM. A document waits for about nine paced storage flushes in turn (group_commit.py:
 # one flush round each, seconds on a large index); throughput is documents in flight / that latency, so an offline
 # insert keeps a whole scheduling page in flight (with 1,024, the 3,000-passage benchmark slowed to 8.7 passages/s
 # as flushes grew). LightRAG's parse and analyze stages (five workers each by default) wait for flushes too (full
 # docs, doc status) and would otherwise cap it at a few documents per round.
-OFFLINE_PARALLEL_INSERT = 4096
+OFFLINE_PARALLEL_INSERT = OFFLINE_PARALLEL_ANALYZE = OFFLINE_SCHEDULING_PAGE
 OFFLINE_PARALLEL_PARSE = 256
-OFFLINE_PARALLEL_ANALYZE = 4096
-# LightRAG schedules a run in pages of 500 documents and drains each page before the next: the tail of every page
-# would run with few documents in flight.
-OFFLINE_SCHEDULING_PAGE = 4096
 LOCAL_EMBEDDING_CONCURRENCY = 16  # concurrent calls into the local embedder (merged into one worker request)
 
 

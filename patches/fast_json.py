@@ -28,9 +28,9 @@ Both apply to every LightRAG instance of the process: what lands on disk reads b
 
 from __future__ import annotations
 
-from . import PRIVATE_SYMBOLS, check_symbol, wrap_once
-
 import math
+
+from . import PRIVATE_SYMBOLS, check_symbol, wrap_once
 
 _MODULES = ("lightrag.kg.json_kv_impl", "lightrag.kg.json_doc_status_impl")
 _SYMBOLS = [(module, "write_json", 2) for module in _MODULES]

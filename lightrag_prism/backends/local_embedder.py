@@ -22,12 +22,11 @@ import os
 import subprocess
 import sys
 import threading
-import weakref
 
 import numpy as np
 from lightrag.utils import EmbeddingFunc
 
-from ..batcher import MicroBatcher
+from ..batcher import loop_batcher
 from .worker_protocol import read_message, write_message
 
 EMBEDDING_DIM = 384
@@ -114,20 +113,16 @@ async def encode(texts: list[str], batch_size: int = 64, config: Config = (None,
     return await asyncio.to_thread(_worker.encode, list(texts), batch_size, config)
 
 
-_batchers: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple, MicroBatcher]]" = \
-    weakref.WeakKeyDictionary()
-
-
 async def encode_coalesced(texts: list[str], batch_size: int = 64, config: Config = (None, "auto")) -> np.ndarray:
     """:func:`encode`, with the texts of concurrent calls sent as one request (the model sorts a request by
     length, so long passages and short entity texts are padded apart)."""
-    per_loop = _batchers.setdefault(asyncio.get_running_loop(), {})
-    key = (batch_size, config)
-    if key not in per_loop:
+    def make_batch_fn():
         async def batch(items: list[str]) -> list[np.ndarray]:
             return list(await encode(items, batch_size, config))
-        per_loop[key] = MicroBatcher(batch, max_batch=MAX_REQUEST)
-    rows = await asyncio.gather(*(per_loop[key].submit(text) for text in texts))
+        return batch
+
+    batcher = loop_batcher(("local embedder", batch_size, config), make_batch_fn, max_batch=MAX_REQUEST)
+    rows = await asyncio.gather(*(batcher.submit(text) for text in texts))
     return np.stack(rows) if rows else np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
 
 

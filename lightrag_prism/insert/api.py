@@ -112,7 +112,7 @@ class InsertFeaturesMixin:
             new = sorted(set(await graph.get_all_labels()) - before)
             self.last_merge_report = await agentic_merge(self, new, threshold)
         if self.prepare_query_indexes:
-            await prepare_query_state(self)
+            await prepare_query_state(self, full_gc=len(docs) >= PACED_MIN_PARALLEL)
         return track
 
     async def finalize_storages(self):

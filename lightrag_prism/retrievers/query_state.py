@@ -2,8 +2,8 @@
 
 Both modes read an entity-name index and a fact index (``hipporag_index.EmbeddingIndex``) and views derived from
 the graph snapshot (HippoRAG's entity + passage graph with its PPR transition, the facts' vectors, the entity
-vectors, FastRP). Built
-lazily, the first query after an insert paid for all of it (seconds to minutes on a fresh index). With
+vectors, FastRP). Built lazily, the first query after an insert paid for all of it (seconds to minutes on a fresh
+index). With
 ``PrismRAG.prepare_query_indexes`` (the default) the insert does that work instead:
 
 1. while documents are processed, every entity and relation upserted into LightRAG's vector stores hands its name
@@ -62,8 +62,9 @@ def warm_snapshot(rag, snapshot: GraphSnapshot) -> None:
         fastrp_matrix(snapshot, rag._snapshots.previous)
 
 
-async def prepare_query_state(rag) -> bool:
-    """Build what the first hipporag/prism query would build (see the module doc); True when it ran."""
+async def prepare_query_state(rag, full_gc: bool = False) -> bool:
+    """Build what the first hipporag/prism query would build (see the module doc); True when it ran.
+    ``full_gc`` after a large insert (see below); a small one leaves too few objects for a collection to be due."""
     try:
         snapshot = await rag.graph_snapshot()
         await asyncio.gather(hipporag_graph(rag, snapshot), fact_view(rag, snapshot), entity_matrix(rag, snapshot))
@@ -71,7 +72,8 @@ async def prepare_query_state(rag) -> bool:
         # The insert left many new long-lived objects, so Python's next full collection is due: run it here, as
         # part of the insert, rather than inside the first query (once measured at 3x a warm query after 3,000
         # passages; a full collection over that heap is one cause that size explains).
-        gc.collect()
+        if full_gc:
+            gc.collect()
     except Exception as exc:  # noqa: BLE001 - must never fail a completed insert
         logger.warning("hipporag/prism query state not prepared after insert (the next query will build it): %s",
                        exc)

@@ -9,12 +9,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import weakref
 from functools import lru_cache
 
-from ...batcher import MicroBatcher
+from ...batcher import loop_batcher
 from .records import COMPLETE, COOCCURRENCE_KEYWORD, COOCCURRENCE_WEIGHT, TUPLE_DELIMITER, ChunkExtraction, Entity, \
     Relation
 from .regex_extractor import RegexExtractor
@@ -63,15 +61,9 @@ def extractor_status(name: str = "auto") -> dict[str, str | None]:
     return {"extractor": extractor.name, "fallback_reason": _status.get(name)}
 
 
-_batchers: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, MicroBatcher]]" = \
-    weakref.WeakKeyDictionary()
-
-
-def _batcher(name: str) -> MicroBatcher:
-    per_loop = _batchers.setdefault(asyncio.get_running_loop(), {})
-    if name not in per_loop:
-        per_loop[name] = MicroBatcher(get_extractor(name).extract)
-    return per_loop[name]
+def _batcher(name: str):
+    """The running loop's batcher of extraction requests for the ``name`` extractor."""
+    return loop_batcher(("offline extraction", name), lambda: get_extractor(name).extract)
 
 
 async def extract_rows(text: str, extractor: str = "auto") -> str:
