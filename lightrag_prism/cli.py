@@ -4,6 +4,7 @@
     lightrag-prism query "Who founded Acme?" --mode prism --working-dir ./prism_storage --top-k 20 ppr_damping=0.6
     lightrag-prism bench --questions 100
     lightrag-prism demo
+    lightrag-prism serve --working-dir ./prism_storage --port 9621   # LightRAG Server + the explorer at /prism
 
 The LLM comes from the environment (see ``backends.openai_compat``); without one, indexing uses the offline
 extractor and ``query`` prints the retrieved context instead of an answer. Every failure is one line on stderr and
@@ -139,6 +140,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo.build_parser(sub.add_parser("demo", help="offline demo: index the bundled sample, query every mode "
                                      "(writes benchmarks/results/demo/, index in prism_storage/demo/)",
                                      formatter_class=formatter))
+    p = sub.add_parser("serve", add_help=False,
+                       help="LightRAG Server (API, WebUI, Ollama-compatible chat) with every mode, and the explorer "
+                            "page at /prism; takes LightRAG Server's options (serve --help)")
+    p.add_argument("server_args", nargs="*", help="LightRAG Server options, e.g. --working-dir DIR --host 127.0.0.1 "
+                   "--port 9621")
     return parser
 
 
@@ -167,6 +173,12 @@ def describe_failure(exc: BaseException) -> str:
 def parse_args(argv: list[str] | None):
     """``knob=value`` words may follow options (argparse alone only takes them right after the question)."""
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = next((i for i, word in enumerate(argv) if not word.startswith("-")), None)
+    if command is not None and argv[command] == "serve":  # the rest are LightRAG Server's options, untouched
+        args = parser.parse_args(argv[:command + 1])
+        args.server_args = argv[command + 1:]
+        return args
     args, extra = parser.parse_known_args(argv)
     if extra:
         if args.command != "query" or any(word.startswith("-") or "=" not in word for word in extra):
@@ -183,6 +195,10 @@ def main(argv: list[str] | None = None) -> int:
             asyncio.run(cmd_index(args))
         elif args.command == "query":
             asyncio.run(cmd_query(args))
+        elif args.command == "serve":
+            from .server import serve
+
+            return serve(args.server_args)
         elif args.command == "bench":
             from .eval.bench import run_from_args
 

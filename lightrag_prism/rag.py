@@ -38,8 +38,9 @@ from .retrievers import check_mode
 from .snapshot import GraphSnapshot, SnapshotCache
 
 # Public LightRAG methods that change the graph: the snapshot is invalidated after each (even if it failed midway).
+# apipeline_process_enqueue_documents invalidates it itself (insert/api.py), before preparing the query indexes.
 GRAPH_MUTATORS = (
-    "apipeline_process_enqueue_documents", "ainsert_custom_kg", "adelete_by_doc_id", "adelete_by_entity",
+    "ainsert_custom_kg", "adelete_by_doc_id", "adelete_by_entity",
     "adelete_by_relation", "aedit_entity", "aedit_relation", "acreate_entity", "acreate_relation",
     "amerge_entities",
 )
@@ -57,6 +58,9 @@ OFFLINE_SCHEDULING_PAGE = 4096
 OFFLINE_PARALLEL_INSERT = OFFLINE_PARALLEL_ANALYZE = OFFLINE_SCHEDULING_PAGE
 OFFLINE_PARALLEL_PARSE = 256
 LOCAL_EMBEDDING_CONCURRENCY = 16  # concurrent calls into the local embedder (merged into one worker request)
+ANSWER_WITHOUT_LLM = ("raise", "context")
+NO_LLM_NOTE = ("[lightrag_prism] No LLM is configured, so no answer was generated. Below is the context retrieved "
+               "for the query. Set PRISM_LLM_MODEL (and OPENAI_BASE_URL) to get answers.")
 
 
 def as_prism_param(param: QueryParam) -> PrismQueryParam:
@@ -92,6 +96,10 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
     """Coalesce storage flushes: one flush serves every document that asked for it while the previous flush ran
     (same durability as LightRAG's per-document flushes; see ``insert/group_commit.py``)."""
     # --- without an LLM (docs/offline-graph.md) ---
+    answer_without_llm: str = field(default="raise")
+    """What ``aquery``/``aquery_llm`` do when an answer is asked for and no LLM is configured: "raise"
+    (:class:`LLMNotConfiguredError`) or "context" (return the retrieved context, headed by :data:`NO_LLM_NOTE`,
+    with ``llm_generated`` False; ``lightrag-prism serve`` uses this)."""
     offline_extractor: str = field(default="auto")
     """Extractor used when no ``llm_model_func`` is given: "spacy" (needs the ``local`` extra), "regex", or "auto"
     (spaCy if installed, else regex; the fallback is logged and shown by ``offline_extractor_status``)."""
@@ -109,6 +117,9 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
             self.llm_model_name = offline_model_name(self.offline_extractor)  # its own LLM-cache entries
         if not self.llm_configured:
             self._offline_pipeline_settings()
+        if self.answer_without_llm not in ANSWER_WITHOUT_LLM:
+            raise ValueError(f"answer_without_llm must be one of {list(ANSWER_WITHOUT_LLM)}, got "
+                             f"{self.answer_without_llm!r}")
         if not isinstance(self.offline_summary_max_tokens, int) or self.offline_summary_max_tokens < 16:
             raise ValueError(f"offline_summary_max_tokens must be an int >= 16, got {self.offline_summary_max_tokens!r}")
         if getattr(self.embedding_func, "model_name", None) == LOCAL_EMBEDDING_MODEL:
@@ -210,14 +221,16 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
             return failure
         raw = annotate(result.raw_data or {}, ctx.retrieval)
         if self._needs_hooks(param) or fallbacks:  # stock modes with an LLM return exactly LightRAG's output
-            raw.setdefault("metadata", {})["prism"] = self._metadata(ctx, fallbacks)
+            _plugin_metadata(raw, param.mode, self._metadata(ctx, fallbacks))
         return raw
 
     async def aquery_llm(self, query: str, param: QueryParam = QueryParam(), system_prompt: str | None = None,
                          progress_callback=None) -> dict[str, Any]:
         query, param, fallbacks = self._prepare(query, param)
         if not (param.only_need_context or param.only_need_prompt) and not self.llm_configured:
-            raise LLMNotConfiguredError(f"Answering a query (mode {param.mode!r})")
+            if self.answer_without_llm == "raise":
+                raise LLMNotConfiguredError(f"Answering a query (mode {param.mode!r})")
+            return await self._context_instead_of_answer(query, param)
         if param.mode in STOCK_MODES and not self._needs_hooks(param) and not fallbacks:
             return await super().aquery_llm(query, param, system_prompt, progress_callback)
         result, ctx = await self._run(query, param, system_prompt, progress_callback)
@@ -228,13 +241,35 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
                     "llm_response": {"content": None, "response_iterator": None, "is_streaming": False,
                                      "llm_generated": False}}
         raw = annotate(result.raw_data or {}, ctx.retrieval)
-        raw.setdefault("metadata", {})["prism"] = meta
+        _plugin_metadata(raw, param.mode, meta)
         raw["llm_response"] = {
             "content": None if result.is_streaming else result.content,
             "response_iterator": result.response_iterator if result.is_streaming else None,
             "is_streaming": result.is_streaming, "llm_generated": result.llm_generated,
         }
         return raw
+
+    async def _context_instead_of_answer(self, query: str, param: PrismQueryParam) -> dict[str, Any]:
+        """``answer_without_llm="context"``: the aquery_llm result with the retrieved context as its content."""
+        if param.mode == "bypass":  # nothing is retrieved in bypass mode
+            result: dict[str, Any] = {"status": "success", "message": "no LLM configured", "data": {},
+                                      "metadata": {"mode": "bypass"}}
+            context = ""
+        else:
+            result = await self.aquery_llm(query, replace(param, only_need_context=True, stream=False))
+            context = (result.get("llm_response") or {}).get("content") or ""
+        result.setdefault("metadata", {}).setdefault("prism", {}).setdefault("fallbacks", []).append(
+            {"step": "answer", "reason": "no LLM configured: retrieved context returned instead"})
+        result["llm_response"] = {"content": f"{NO_LLM_NOTE}\n\n{context}".rstrip(), "response_iterator": None,
+                                  "is_streaming": False, "llm_generated": False}
+        return result
+
+
+def _plugin_metadata(raw: dict[str, Any], mode: str, prism: dict[str, Any]) -> None:
+    metadata = raw.setdefault("metadata", {})
+    metadata["prism"] = prism
+    if "query_mode" in metadata:  # a "chunks" mode answers through naive_query, which reports "naive"
+        metadata["query_mode"] = mode
 
 
 def _invalidating(name: str):

@@ -95,8 +95,7 @@ class InsertFeaturesMixin:
     async def ainsert(self, input, split_by_character=None, split_by_character_only=False, ids=None,
                       file_paths=None, track_id=None, *, timestamps=None, agentic_merging: bool = False,
                       agentic_merging_threshold: float = 0.8) -> str:
-        """LightRAG's ``ainsert`` plus per-document ``timestamps`` and agentic merging of the new entities; then,
-        with ``prepare_query_indexes``, the hipporag/prism query state is brought up to date (``query_state.py``)."""
+        """LightRAG's ``ainsert`` plus per-document ``timestamps`` and agentic merging of the new entities."""
         docs = [input] if isinstance(input, str) else list(input)
         stamps = validate_timestamps(timestamps, len(docs)) if timestamps is not None else None
         threshold = _check_threshold(agentic_merging_threshold) if agentic_merging else None
@@ -111,8 +110,8 @@ class InsertFeaturesMixin:
         if agentic_merging:
             new = sorted(set(await graph.get_all_labels()) - before)
             self.last_merge_report = await agentic_merge(self, new, threshold)
-        if self.prepare_query_indexes:
-            await prepare_query_state(self, full_gc=len(docs) >= PACED_MIN_PARALLEL)
+            if self.prepare_query_indexes:  # the pipeline run prepared them before the merge changed the graph
+                await prepare_query_state(self)
         return track
 
     async def finalize_storages(self):
@@ -122,12 +121,19 @@ class InsertFeaturesMixin:
         await super().finalize_storages()
 
     async def apipeline_process_enqueue_documents(self, *args, **kwargs):
-        """LightRAG's pipeline run; with many documents in flight, storage flushes are paced (group commit)."""
+        """LightRAG's pipeline run; with many documents in flight, storage flushes are paced (group commit). Then,
+        with ``prepare_query_indexes``, the hipporag/prism query state is brought up to date (``query_state.py``)."""
         counts = await self.doc_status.get_status_counts() if self.group_commit else {}
         backlog = sum(n for status, n in counts.items() if status not in _DONE_STATUSES)
         paced = min(backlog, self.max_parallel_insert) >= PACED_MIN_PARALLEL
-        with self._prism_commit_policy.bulk(paced):
-            return await super().apipeline_process_enqueue_documents(*args, **kwargs)
+        try:
+            with self._prism_commit_policy.bulk(paced):
+                result = await super().apipeline_process_enqueue_documents(*args, **kwargs)
+        finally:
+            self.invalidate_snapshot()  # the graph changed (even if the run failed midway)
+        if self.prepare_query_indexes:  # every way in (ainsert, LightRAG Server uploads and scans) ends here
+            await prepare_query_state(self, full_gc=backlog >= PACED_MIN_PARALLEL)
+        return result
 
     async def adelete_by_doc_id(self, *args, **kwargs):
         """LightRAG's ``adelete_by_doc_id``; its rebuild of shared entities reads the alias file once."""

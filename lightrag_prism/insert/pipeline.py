@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -25,6 +26,7 @@ from lightrag.operate import extract_entities
 from lightrag.utils import compute_mdhash_id, sanitize_text_for_encoding
 
 from .. import patches
+from ..inputs import html_to_text
 from .html_tables import find_table_spans
 from .offline_extraction import extract_offline
 from .table_chunker import make_table_aware_chunker, table_prompt_addon
@@ -34,6 +36,8 @@ logger = logging.getLogger(__name__)
 
 TIME_HEADER = "[Time: {ts}]\n"
 TIMESTAMP_FIELD = "prism_timestamp"
+# A whole HTML page (LightRAG Server reads uploaded .html files as raw markup): chunked as its text, tables kept.
+HTML_PAGE = re.compile(r"\s*(<!doctype html|<html[\s>])", re.IGNORECASE)
 _HEADER_MARGIN = 16  # tokens kept free under the embedder limit for the timestamp header
 
 
@@ -65,7 +69,8 @@ def make_prism_chunker(inner: Callable | None, timestamps: dict[str, str], *, ta
                        embed_max_tokens: int | None) -> Callable:
     """The ``chunking_func`` PrismRAG installs; ``inner`` is the user's chunker (``None`` = LightRAG's default).
 
-    ``timestamps`` maps :func:`content_key` → timestamp; it is filled by ``ainsert`` before enqueueing.
+    ``timestamps`` maps :func:`content_key` → timestamp; it is filled by ``ainsert`` before enqueueing. With table
+    awareness, a whole HTML page is chunked as its text with its tables kept (``inputs.html_to_text``).
     """
     base = inner or chunking_by_token_size
     table_cap = None
@@ -75,11 +80,13 @@ def make_prism_chunker(inner: Callable | None, timestamps: dict[str, str], *, ta
 
     def prism_chunking(tokenizer, content, split_by_character=None, split_by_character_only=False,
                        chunk_overlap_token_size=100, chunk_token_size=1200):
+        timestamp = timestamps.get(content_key(content)) if timestamps else None
+        if table_chunker is not None and HTML_PAGE.match(content):
+            content = html_to_text(content)
         use_tables = table_chunker is not None and find_table_spans(content)
         func = table_chunker if use_tables else base
         result = func(tokenizer, content, split_by_character, split_by_character_only,
                       chunk_overlap_token_size, chunk_token_size)
-        timestamp = timestamps.get(content_key(content)) if timestamps else None
         if timestamp is None:
             return result
         if inspect.isawaitable(result):

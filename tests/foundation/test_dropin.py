@@ -97,3 +97,27 @@ async def test_without_llm_retrieval_runs_offline_and_answers_explain_how_to_con
     with pytest.raises(LLMNotConfiguredError, match="PRISM_LLM_MODEL"):
         await rag.aquery("Which company does Alice Smith work for?", QueryParam(mode="hybrid"))
     await rag.finalize_storages()
+
+
+@pytest.mark.asyncio
+async def test_answer_without_llm_context_returns_the_context_with_a_note(tmp_path):
+    from lightrag_prism.rag import NO_LLM_NOTE
+
+    with pytest.raises(ValueError, match="answer_without_llm"):
+        PrismRAG(working_dir=str(tmp_path), embedding_func=hash_embedding_func(), answer_without_llm="silent")
+    rag = PrismRAG(working_dir=str(tmp_path), workspace="ctx", embedding_func=hash_embedding_func(),
+                   answer_without_llm="context")
+    await rag.initialize_storages()
+    await rag.ainsert(DOCS, ids=["d1", "d2", "d3"])
+    query = "Which company does Alice Smith work for?"
+    for mode in ["hybrid", "naive", "prism", "hipporag"]:
+        result = await rag.aquery_llm(query, QueryParam(mode=mode))
+        content = result["llm_response"]["content"]
+        assert content.startswith(NO_LLM_NOTE) and "Acme Corp" in content, mode
+        assert result["llm_response"]["llm_generated"] is False
+        assert result["metadata"]["prism"]["fallbacks"][-1]["step"] == "answer"
+        assert result["metadata"]["query_mode"] == mode  # chunk-ranking modes no longer report "naive"
+    assert (await rag.aquery(query, QueryParam(mode="prism"))).startswith(NO_LLM_NOTE)
+    bypass = await rag.aquery_llm(query, QueryParam(mode="bypass"))
+    assert bypass["llm_response"]["content"] == NO_LLM_NOTE
+    await rag.finalize_storages()

@@ -229,3 +229,21 @@ def test_lossless_on_random_documents(tokenizer):
             assert c["tokens"] == count_tokens(tokenizer, c["content"])
             if config.embed_max_tokens:
                 assert c["tokens"] <= config.embed_max_tokens
+
+
+def test_prism_chunker_reads_a_whole_html_page_as_its_text_with_tables_kept():
+    from lightrag_prism.backends.tokenizer import OfflineTokenizer
+    from lightrag_prism.insert.pipeline import make_prism_chunker
+
+    page = ("<!DOCTYPE html>\n<html><head><title>t</title><script>var x = 1;</script></head><body>"
+            f"<p>Revenue by year.</p>{_table(3)}<p>Figures audited.</p></body></html>")
+    tokenizer = OfflineTokenizer()
+    aware = make_prism_chunker(None, {}, table_aware=True, embed_max_tokens=None)
+    text = "\n".join(c["content"] for c in aware(tokenizer, page, None, False, 100, 1200))
+    assert "Revenue by year." in text and "Figures audited." in text and _table(3) in text
+    assert not any(tag in text for tag in ("<html>", "<body>", "<p>", "var x", "<title>", "DOCTYPE"))
+    fragment = f"<p>Revenue by year.</p>{_table(3)}"  # not a whole page: left as it is
+    assert "<p>Revenue by year.</p>" in "\n".join(c["content"] for c in aware(tokenizer, fragment, None, False, 100,
+                                                                                1200))
+    plain = make_prism_chunker(None, {}, table_aware=False, embed_max_tokens=None)
+    assert "<body>" in "\n".join(c["content"] for c in plain(tokenizer, page, None, False, 100, 1200))

@@ -1,0 +1,77 @@
+"""``lightrag-prism serve``: LightRAG Server (its FastAPI app, routes, WebUI and auth) running a PrismRAG.
+
+    lightrag-prism serve --working-dir ./prism_storage --host 127.0.0.1 --port 9621 [LightRAG Server options]
+
+Options and environment variables are LightRAG Server's (``lightrag-server --help``). The LLM and the embedder:
+
+* LightRAG Server's own bindings when chosen explicitly (``--llm-binding``/``LLM_BINDING``,
+  ``--embedding-binding``/``EMBEDDING_BINDING``, also from ``.env``);
+* otherwise the plugin's: ``PRISM_LLM_MODEL`` + ``OPENAI_BASE_URL`` (``backends/openai_compat.py``) or no LLM
+  (offline extraction; ``/query`` returns the retrieved context with a note), and the local MiniLM embedder
+  (or ``PRISM_EMBEDDING_MODEL``).
+
+What changes in the server is in ``patches/server.py``; the explorer page is ``explorer.py`` at ``/prism``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+SERVER_EXTRA_HINT = "the server needs the api extra: pip install 'lightrag-prism[api]'"
+
+
+def explicit_binding(argv: list[str], option: str, env: str) -> bool:
+    return any(a == option or a.startswith(option + "=") for a in argv) or bool(os.environ.get(env))
+
+
+def make_server_rag(use_server_llm: bool, use_server_embedding: bool):
+    """The factory that replaces ``LightRAG(...)`` inside LightRAG Server's ``create_app``."""
+    from .. import PrismRAG, embedding_from_env, llm_from_env, local_embedding_func
+
+    def make(**kwargs):
+        if not use_server_llm:
+            kwargs.update(llm_model_func=llm_from_env(), llm_model_kwargs={}, role_llm_configs={})
+            kwargs["llm_model_name"] = os.environ.get("PRISM_LLM_MODEL") or "offline"
+        if not use_server_embedding:
+            kwargs.update(embedding_func=embedding_from_env() or local_embedding_func(), embedding_batch_num=64)
+        return PrismRAG(answer_without_llm="context", **kwargs)
+
+    return make
+
+
+def build_app(argv: list[str]):
+    """Parse LightRAG Server's options from ``argv`` and return (app, args)."""
+    try:
+        from lightrag.api import config
+    except ImportError as exc:
+        raise SystemExit(f"lightrag-prism serve: {SERVER_EXTRA_HINT} ({exc})") from None
+    sys.argv = ["lightrag-prism serve", *argv]  # LightRAG Server's parser reads sys.argv
+    args = config.initialize_config(force=True)
+    from lightrag.api import lightrag_server
+
+    from ..patches import server as server_patch
+    from .explorer import add_explorer_routes
+
+    server_patch.install(
+        make_server_rag(explicit_binding(argv, "--llm-binding", "LLM_BINDING"),
+                        explicit_binding(argv, "--embedding-binding", "EMBEDDING_BINDING")),
+        add_explorer_routes)
+    return lightrag_server.create_app(args), args
+
+
+def serve(argv: list[str]) -> int:
+    app, args = build_app(argv)
+    import uvicorn
+
+    from lightrag.api.lightrag_server import configure_logging
+
+    from ..quiet_logs import install as install_quiet_logs
+
+    configure_logging()
+    install_quiet_logs()  # LightRAG Server's dictConfig drops the filter set at import
+    print(f"lightrag-prism server on http://{args.host}:{args.port}  (explorer: /prism, WebUI: /webui, API: /docs)",
+          flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_config=None,
+                **({"ssl_certfile": args.ssl_certfile, "ssl_keyfile": args.ssl_keyfile} if args.ssl else {}))
+    return 0

@@ -1,0 +1,238 @@
+"""LightRAG Server (``lightrag.api``, the ``api`` extra) running a PrismRAG: the module globals it is built from.
+
+LightRAG's server has no extension point: ``create_app`` builds ``LightRAG(...)`` by name, the query routes
+validate ``mode`` against a ``Literal`` of the six stock modes, the Ollama-compatible chat maps ``/local``-style
+prefixes in ``parse_query_mode``, and uploads are chunked by the fixed-token strategy, which bypasses
+``chunking_func``. Each of those is a module global looked up when ``create_app`` (or a request) runs, so
+:func:`install` replaces them before ``create_app`` is called:
+
+* ``lightrag_server.LightRAG``: a factory that returns a ``PrismRAG`` with the same arguments (plus the plugin's
+  offline LLM stand-in and local embedder unless LightRAG Server's own bindings were chosen explicitly);
+* ``query_routes.QueryRequest``: every registered mode and every ``PrismQueryParam`` knob; an unknown mode or a bad
+  knob is a validation error (HTTP 422, 400 on ``/query/data``) that lists the valid modes;
+* ``ollama_api.parse_query_mode``: ``/prism``, ``/hipporag``, ``/fidelis``, ``/ensemble``, ``/tournament`` (and
+  their ``...context`` forms) besides the stock prefixes; its token estimate uses the offline tokenizer;
+* ``document_routes``: the default chunking of uploads, scans and texts is ``C`` (``chunking_func``, i.e. the
+  plugin's table-aware chunker); a strategy the client names explicitly is kept. ``/documents/text(s)`` accept an
+  optional ``timestamp`` / ``timestamps`` for timestamp-aware summaries.
+
+Importing ``lightrag.api`` parses the server's command line (``lightrag.api.config``): call
+``lightrag.api.config.initialize_config`` first.
+"""
+
+from __future__ import annotations
+
+import typing
+from dataclasses import fields
+from enum import Enum
+from typing import Any, Callable, Optional
+
+from . import check_lightrag, check_symbol
+
+# Module globals replaced here (name, kind). Checked by check_server_symbols before anything is replaced.
+SERVER_GLOBALS = [
+    ("lightrag.api.lightrag_server", "LightRAG"),
+    ("lightrag.api.lightrag_server", "create_app"),
+    ("lightrag.api.routers.query_routes", "QueryRequest"),
+    ("lightrag.api.routers.query_routes", "create_query_routes"),
+    ("lightrag.api.routers.ollama_api", "parse_query_mode"),
+    ("lightrag.api.routers.ollama_api", "_ESTIMATE_TOKENIZER"),
+    ("lightrag.api.routers.document_routes", "PROCESS_OPTION_CHUNK_FIXED"),
+    ("lightrag.api.routers.document_routes", "InsertTextRequest"),
+    ("lightrag.api.routers.document_routes", "InsertTextsRequest"),
+    ("lightrag.api.routers.document_routes", "pipeline_index_texts"),
+]
+OLLAMA_PARSE_PARAMS = 1
+PIPELINE_INDEX_TEXTS_PARAMS = 7
+
+
+def check_server_symbols() -> None:
+    import importlib
+
+    check_lightrag()
+    for module_name, name in SERVER_GLOBALS:
+        if not hasattr(importlib.import_module(module_name), name):
+            from . import _fail
+
+            _fail(f"but {module_name}.{name} is missing (the server integration needs it)")
+    check_symbol("lightrag.api.routers.ollama_api", "parse_query_mode", OLLAMA_PARSE_PARAMS)
+    check_symbol("lightrag.api.routers.document_routes", "pipeline_index_texts", PIPELINE_INDEX_TEXTS_PARAMS)
+
+
+# --- /query, /query/stream, /query/data ----------------------------------------------------------------------
+def _knob_fields() -> dict[str, Any]:
+    """Every PrismQueryParam field LightRAG's QueryParam lacks, as an optional request field (None = default)."""
+    from lightrag import QueryParam
+    from pydantic import Field
+
+    from lightrag_prism.param import PrismQueryParam
+
+    stock = {f.name for f in fields(QueryParam)}
+    hints = typing.get_type_hints(PrismQueryParam)
+    return {f.name: (Optional[hints[f.name]], Field(default=None, description=f"PrismQueryParam.{f.name}"))
+            for f in fields(PrismQueryParam) if f.name not in stock}
+
+
+def prism_query_request(base):
+    """``QueryRequest`` with ``mode`` any valid mode and the plugin's knobs; ``to_query_params`` builds a
+    ``PrismQueryParam`` (its own checks run at validation time, so a bad knob is a 4xx, not a 500)."""
+    from pydantic import Field, create_model, field_validator, model_validator
+
+    from lightrag_prism.param import PrismQueryParam
+    from lightrag_prism.retrievers import check_mode, valid_modes
+
+    class PrismQueryRequest(base):
+        mode: str = Field(default="mix", description=f"Query mode, one of: {', '.join(valid_modes())}")
+
+        @field_validator("mode", mode="after")
+        @classmethod
+        def known_mode(cls, mode: str) -> str:
+            check_mode(mode)
+            return mode
+
+        @model_validator(mode="after")
+        def valid_knobs(self):
+            self.to_query_params(False)
+            return self
+
+        def to_query_params(self, is_stream: bool) -> PrismQueryParam:
+            data = self.model_dump(exclude_none=True, exclude={"query", "include_chunk_content", "include_progress"})
+            param = PrismQueryParam(**{k: v for k, v in data.items() if k in PRISM_PARAM_FIELDS})
+            param.stream = is_stream
+            return param
+
+    PRISM_PARAM_FIELDS = {f.name for f in fields(PrismQueryParam)}
+    return create_model("QueryRequest", __base__=PrismQueryRequest, **_knob_fields())
+
+
+# --- Ollama-compatible chat ------------------------------------------------------------------------------------
+def plugin_search_modes() -> type[Enum]:
+    from lightrag_prism.retrievers import registered_modes
+
+    return Enum("PrismSearchMode", {m: m for m in registered_modes()}, type=str)
+
+
+def prism_parse_query_mode(original: Callable, modes: type[Enum]) -> Callable:
+    """``/prism question`` → mode prism; ``/prismcontext question`` → context only; anything else: LightRAG's."""
+    prefixes = [(f"/{m.value}context", m, True) for m in modes] + [(f"/{m.value} ", m, False) for m in modes]
+
+    def parse_query_mode(query: str):
+        for prefix, mode, only_context in prefixes:
+            if query.startswith(prefix):
+                return query[len(prefix):].lstrip(), mode, only_context, None
+            bracketed = prefix.rstrip() + "["  # "/prism[user prompt] question"
+            if query.startswith(bracketed) and "]" in query:
+                user_prompt, _, rest = query[len(bracketed):].partition("]")
+                return rest.lstrip(), mode, only_context, user_prompt
+        return original(query)
+
+    parse_query_mode.__wrapped__ = original
+    return parse_query_mode
+
+
+# --- documents -------------------------------------------------------------------------------------------------
+class PendingTimestamps:
+    """Timestamps sent with ``/documents/text(s)``, keyed by content, until the text is enqueued."""
+
+    def __init__(self) -> None:
+        self.by_content: dict[str, str] = {}
+
+    def add(self, text: str, timestamp: str | None) -> None:
+        from lightrag_prism.insert.pipeline import content_key
+        from lightrag_prism.insert.timestamps import validate_timestamps
+
+        if timestamp is not None:
+            self.by_content[content_key(text)] = validate_timestamps([timestamp], 1)[0]
+
+    def claim(self, rag, texts: list[str]) -> None:
+        from lightrag_prism.insert.api import save_doc_timestamps
+        from lightrag_prism.insert.pipeline import content_key
+
+        found = {key: self.by_content.pop(key) for key in map(content_key, texts) if key in self.by_content}
+        if found:
+            rag._prism_insert_hooks.timestamps.update(found)
+            save_doc_timestamps(rag)
+
+
+PENDING_TIMESTAMPS = PendingTimestamps()
+
+
+def timestamped_text_requests(single, many):
+    from pydantic import Field, model_validator
+
+    class InsertTextRequest(single):
+        timestamp: Optional[str] = Field(default=None, description="e.g. 2024-03-01: prefixes the text's chunks "
+                                                                   "with [Time: ...] (timestamp-aware summaries)")
+
+        @model_validator(mode="after")
+        def remember_timestamp(self):
+            PENDING_TIMESTAMPS.add(self.text, self.timestamp)
+            return self
+
+    class InsertTextsRequest(many):
+        timestamps: Optional[list[str]] = Field(default=None, description="one timestamp per text")
+
+        @model_validator(mode="after")
+        def remember_timestamps(self):
+            if self.timestamps is not None:
+                if len(self.timestamps) != len(self.texts):
+                    raise ValueError(f"timestamps has {len(self.timestamps)} items for {len(self.texts)} texts")
+                for text, ts in zip(self.texts, self.timestamps):
+                    PENDING_TIMESTAMPS.add(text, ts)
+            return self
+
+    return InsertTextRequest, InsertTextsRequest
+
+
+def claiming_timestamps(original):
+    async def pipeline_index_texts(rag, texts, *args, **kwargs):
+        if texts:
+            PENDING_TIMESTAMPS.claim(rag, list(texts))
+        return await original(rag, texts, *args, **kwargs)
+
+    pipeline_index_texts.__wrapped__ = original
+    return pipeline_index_texts
+
+
+# --- install -------------------------------------------------------------------------------------------------
+def install(make_rag: Callable[..., Any], add_routes: Callable[[Any, Any, Any], None]) -> None:
+    """Point LightRAG Server at PrismRAG. ``make_rag(**kwargs)`` replaces ``LightRAG(**kwargs)`` in ``create_app``;
+    ``add_routes(app, rag, args)`` adds the plugin's routes to the app ``create_app`` returns. Idempotent."""
+    from lightrag.api import lightrag_server
+    from lightrag.api.routers import document_routes, ollama_api, query_routes
+
+    from lightrag_prism.backends.tokenizer import OfflineTokenizer
+
+    check_server_symbols()
+    if getattr(lightrag_server.create_app, "_lightrag_prism_wrapped", False):
+        return
+    built: list[Any] = []
+
+    def build_rag(**kwargs):
+        built.append(make_rag(**kwargs))
+        return built[-1]
+
+    original_create_app = lightrag_server.create_app
+
+    def create_app(args):
+        app = original_create_app(args)
+        add_routes(app, built[-1], args)
+        return app
+
+    create_app._lightrag_prism_wrapped = True
+    lightrag_server.LightRAG = build_rag
+    lightrag_server.create_app = create_app
+    query_routes.QueryRequest = prism_query_request(query_routes.QueryRequest)
+    ollama_api.parse_query_mode = prism_parse_query_mode(ollama_api.parse_query_mode, plugin_search_modes())
+    # LightRAG's token estimate builds a tiktoken encoder that downloads its vocabulary on first use.
+    ollama_api._ESTIMATE_TOKENIZER = OfflineTokenizer()
+    document_routes.PROCESS_OPTION_CHUNK_FIXED = _custom_chunking_option()
+    document_routes.InsertTextRequest, document_routes.InsertTextsRequest = timestamped_text_requests(
+        document_routes.InsertTextRequest, document_routes.InsertTextsRequest)
+    document_routes.pipeline_index_texts = claiming_timestamps(document_routes.pipeline_index_texts)
+
+
+def _custom_chunking_option() -> str:
+    from lightrag.constants import PROCESS_OPTION_CHUNK_CUSTOM
+
+    return PROCESS_OPTION_CHUNK_CUSTOM
