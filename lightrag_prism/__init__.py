@@ -12,7 +12,7 @@ from .backends import (
     openai_compatible_embedding,
     openai_compatible_llm,
 )
-from .errors import LLMNotConfiguredError
+from .errors import LLMCallError, LLMNotConfiguredError
 from .param import PrismQueryParam
 from .quiet_logs import install as _install_quiet_logs
 from .rag import PrismRAG
@@ -22,7 +22,7 @@ LightRAG = PrismRAG
 QueryParam = PrismQueryParam
 
 __all__ = [
-    "LightRAG", "QueryParam", "PrismRAG", "PrismQueryParam", "LLMNotConfiguredError", "OfflineTokenizer",
+    "LightRAG", "QueryParam", "PrismRAG", "PrismQueryParam", "LLMCallError", "LLMNotConfiguredError", "OfflineTokenizer",
     "embedding_from_env", "llm_from_env", "local_embedding_func", "openai_compatible_embedding",
     "openai_compatible_llm", "registered_modes", "valid_modes",
 ]

@@ -25,6 +25,7 @@ from .errors import LLM_SETUP_HINT
 from .inputs import SUPPORTED_SUFFIXES, InputError, collect_documents
 
 EXIT_ERROR = 2
+KNOWN_ERRORS = ("LLMNotConfiguredError", "LLMCallError")  # their message already says what failed and what to do
 
 
 class CLIError(Exception):
@@ -213,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - every failure is one line (the traceback with -v)
         if args.verbose:
             raise
-        known = isinstance(exc, (CLIError, InputError, ValueError)) or type(exc).__name__ == "LLMNotConfiguredError"
+        known = isinstance(exc, (CLIError, InputError, ValueError)) or type(exc).__name__ in KNOWN_ERRORS
         print(f"error: {exc if known else describe_failure(exc)}", file=sys.stderr)
         if not known:
             print("(run with -v for the traceback)", file=sys.stderr)

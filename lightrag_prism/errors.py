@@ -15,3 +15,17 @@ class LLMNotConfiguredError(RuntimeError):
     def __init__(self, step: str):
         super().__init__(f"{step} needs an LLM, and no LLM is configured.\n{LLM_SETUP_HINT}")
         self.step = step
+
+
+class LLMCallError(RuntimeError):
+    """The LLM failed while answering a query (after LightRAG's retries): the endpoint and the cause are named.
+
+    Raised by ``aquery``/``aquery_llm`` in the plugin's modes (and in stock modes with
+    ``stock_mode_llm_fallbacks=True``) when the answer call fails; retrieval steps fall back instead, see
+    ``metadata["prism"]["fallbacks"]``. With ``answer_without_llm="context"`` the retrieved context is returned
+    instead, headed by a note naming the failure."""
+
+    def __init__(self, step: str, endpoint: str, cause: str):
+        super().__init__(f"{step}: the LLM at {endpoint} failed: {cause}. Check the endpoint, the model name and "
+                         f"the API key (PRISM_LLM_MODEL, OPENAI_BASE_URL, OPENAI_API_KEY).")
+        self.step, self.endpoint, self.cause = step, endpoint, cause

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from lightrag import LightRAG, QueryParam
-from lightrag.operate import kg_query, naive_query
+from lightrag.operate import get_keywords_from_query, kg_query, naive_query
 from lightrag.query_validation import validate_query_not_empty, validate_rag_query
 
 from . import patches
@@ -32,6 +32,7 @@ from .insert import summaries as _summaries  # noqa: F401  (registers the timest
 from .insert.api import InsertFeaturesMixin, install_insert_features, restore_insert_state
 from .insert.extraction import extractor_status
 from .keywords import extract_keywords
+from .llm_faults import call_error, describe_cause, endpoint_of, llm_fault_endpoint, mark_llm_faults
 from .param import KG_STOCK_MODES, STOCK_MODES, PrismQueryParam, perspectives_enabled
 from .query import PrismHooks, active_hooks, annotate, mode_kind
 from .retrievers import check_mode
@@ -61,6 +62,19 @@ LOCAL_EMBEDDING_CONCURRENCY = 16  # concurrent calls into the local embedder (me
 ANSWER_WITHOUT_LLM = ("raise", "context")
 NO_LLM_NOTE = ("[lightrag_prism] No LLM is configured, so no answer was generated. Below is the context retrieved "
                "for the query. Set PRISM_LLM_MODEL (and OPENAI_BASE_URL) to get answers.")
+
+LLM_FAILED_NOTE = ("[lightrag_prism] The LLM failed ({reason}), so no answer was generated. Below is the context "
+                   "retrieved for the query.")
+
+
+def validated_query(query: str, param: QueryParam) -> tuple[str, PrismQueryParam]:
+    """LightRAG's query checks (empty, too short for retrieval) and the mode check, before any other work."""
+    query = validate_query_not_empty(query)
+    if param.mode != "bypass":
+        query = validate_rag_query(query)
+    param = as_prism_param(param)
+    check_mode(param.mode)
+    return query, param
 
 
 def as_prism_param(param: QueryParam) -> PrismQueryParam:
@@ -96,6 +110,10 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
     """Coalesce storage flushes: one flush serves every document that asked for it while the previous flush ran
     (same durability as LightRAG's per-document flushes; see ``insert/group_commit.py``)."""
     # --- without an LLM (docs/offline-graph.md) ---
+    stock_mode_llm_fallbacks: bool = field(default=False)
+    """The plugin's modes survive LLM faults: keywords fall back to the offline extractor, a failed answer raises
+    :class:`LLMCallError` (or returns the context, see ``answer_without_llm``). True gives local/global/hybrid/mix/
+    naive the same; False keeps LightRAG's behaviour there (its exceptions, its keyword step)."""
     answer_without_llm: str = field(default="raise")
     """What ``aquery``/``aquery_llm`` do when an answer is asked for and no LLM is configured: "raise"
     (:class:`LLMNotConfiguredError`) or "context" (return the retrieved context, headed by :data:`NO_LLM_NOTE`,
@@ -115,6 +133,9 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         if self.llm_model_func is None:
             self.llm_model_func = offline_llm(self.offline_extractor)
             self.llm_model_name = offline_model_name(self.offline_extractor)  # its own LLM-cache entries
+        else:
+            self.llm_endpoint = endpoint_of(self.llm_model_func)
+            self.llm_model_func = mark_llm_faults(self.llm_model_func)
         if not self.llm_configured:
             self._offline_pipeline_settings()
         if self.answer_without_llm not in ANSWER_WITHOUT_LLM:
@@ -166,18 +187,29 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         self._snapshots.invalidate()
 
     # --- queries -------------------------------------------------------------------------------------------
-    def _prepare(self, query: str, param: QueryParam) -> tuple[str, PrismQueryParam, list[dict]]:
-        param = as_prism_param(param)
-        check_mode(param.mode)
-        query = validate_query_not_empty(query)
-        if param.mode != "bypass":
-            query = validate_rag_query(query)
+    def _guarded(self, param: PrismQueryParam) -> bool:
+        """Whether LLM faults in this query fall back (plugin modes; stock modes when opted in)."""
+        return param.mode not in STOCK_MODES or (self.stock_mode_llm_fallbacks and param.mode != "bypass")
+
+    async def _prepare(self, query: str, param: PrismQueryParam) -> tuple[str, PrismQueryParam, list[dict]]:
+        """Keywords for the KG path: offline without an LLM; from the LLM, falling back offline on a fault."""
         fallbacks = []
         uses_keywords = param.mode in KG_STOCK_MODES or (
             param.mode not in STOCK_MODES and mode_kind(param.mode) == "kg")
-        if uses_keywords and not self.llm_configured and not (param.hl_keywords or param.ll_keywords):
+        if not uses_keywords or param.hl_keywords or param.ll_keywords:
+            return query, param, fallbacks
+        reason = None if self.llm_configured else "no LLM configured"
+        if reason is None and self._guarded(param):
+            try:
+                param.hl_keywords, param.ll_keywords = await get_keywords_from_query(
+                    query, param, patches.build_global_config(self), self.llm_response_cache)
+                if not (param.hl_keywords or param.ll_keywords):
+                    reason = "the LLM's keyword answer held no keywords"
+            except Exception as exc:  # noqa: BLE001 - any fault of the keyword call falls back
+                reason = f"LLM error: {describe_cause(exc)}"
+        if reason is not None:
             param.hl_keywords, param.ll_keywords = extract_keywords(query)
-            fallbacks.append({"step": "keywords", "reason": "no LLM configured: offline keyword extractor"})
+            fallbacks.append({"step": "keywords", "reason": f"{reason}: offline keyword extractor"})
         return query, param, fallbacks
 
     def _needs_hooks(self, param: PrismQueryParam) -> bool:
@@ -207,7 +239,8 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         return meta
 
     async def aquery_data(self, query: str, param: QueryParam = QueryParam()) -> dict[str, Any]:
-        query, param, fallbacks = self._prepare(query, param)
+        query, param = validated_query(query, param)  # first, as LightRAG does: before the instance is touched
+        query, param, fallbacks = await self._prepare(query, param)
         if param.mode == "bypass":
             return await super().aquery_data(query, param)
         param = replace(param, only_need_context=True, only_need_prompt=False, stream=False)
@@ -226,14 +259,24 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
 
     async def aquery_llm(self, query: str, param: QueryParam = QueryParam(), system_prompt: str | None = None,
                          progress_callback=None) -> dict[str, Any]:
-        query, param, fallbacks = self._prepare(query, param)
-        if not (param.only_need_context or param.only_need_prompt) and not self.llm_configured:
+        query, param = validated_query(query, param)
+        query, param, fallbacks = await self._prepare(query, param)
+        answers = not (param.only_need_context or param.only_need_prompt)
+        if answers and not self.llm_configured:
             if self.answer_without_llm == "raise":
                 raise LLMNotConfiguredError(f"Answering a query (mode {param.mode!r})")
-            return await self._context_instead_of_answer(query, param)
-        if param.mode in STOCK_MODES and not self._needs_hooks(param) and not fallbacks:
-            return await super().aquery_llm(query, param, system_prompt, progress_callback)
-        result, ctx = await self._run(query, param, system_prompt, progress_callback)
+            return await self._context_instead_of_answer(query, param, "no LLM configured")
+        try:
+            if param.mode in STOCK_MODES and not self._needs_hooks(param) and not fallbacks:
+                return await super().aquery_llm(query, param, system_prompt, progress_callback)
+            result, ctx = await self._run(query, param, system_prompt, progress_callback)
+        except Exception as exc:
+            endpoint = llm_fault_endpoint(exc, getattr(self, "llm_endpoint", "the LLM"))
+            if not (answers and endpoint and self._guarded(param)):
+                raise
+            if self.answer_without_llm == "raise":
+                raise call_error(f"Answering a query (mode {param.mode!r})", endpoint, exc) from exc
+            return await self._context_instead_of_answer(query, param, f"LLM error: {describe_cause(exc)}")
         meta = self._metadata(ctx, fallbacks)
         if result is None:
             return {"status": "failure", "message": "Query returned no results", "data": {},
@@ -249,7 +292,7 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         }
         return raw
 
-    async def _context_instead_of_answer(self, query: str, param: PrismQueryParam) -> dict[str, Any]:
+    async def _context_instead_of_answer(self, query: str, param: PrismQueryParam, reason: str) -> dict[str, Any]:
         """``answer_without_llm="context"``: the aquery_llm result with the retrieved context as its content."""
         if param.mode == "bypass":  # nothing is retrieved in bypass mode
             result: dict[str, Any] = {"status": "success", "message": "no LLM configured", "data": {},
@@ -259,8 +302,9 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
             result = await self.aquery_llm(query, replace(param, only_need_context=True, stream=False))
             context = (result.get("llm_response") or {}).get("content") or ""
         result.setdefault("metadata", {}).setdefault("prism", {}).setdefault("fallbacks", []).append(
-            {"step": "answer", "reason": "no LLM configured: retrieved context returned instead"})
-        result["llm_response"] = {"content": f"{NO_LLM_NOTE}\n\n{context}".rstrip(), "response_iterator": None,
+            {"step": "answer", "reason": f"{reason}: retrieved context returned instead"})
+        note = NO_LLM_NOTE if reason == "no LLM configured" else LLM_FAILED_NOTE.format(reason=reason)
+        result["llm_response"] = {"content": f"{note}\n\n{context}".rstrip(), "response_iterator": None,
                                   "is_streaming": False, "llm_generated": False}
         return result
 

@@ -102,6 +102,7 @@ class Rule:
     status: int = 200
     times: int | None = None
     hits: int = 0
+    raw_body: str | None = None  # sent as the HTTP 200 body instead of a completion (broken or odd payloads)
 
     def accepts(self, body: dict) -> bool:
         """True if the rule still has uses left and matches ``body``."""
@@ -222,6 +223,11 @@ class ScriptedServer:
         """Answer matching chat requests with HTTP ``status`` (500: openai ``InternalServerError``)."""
         return self.script(match, f"scripted HTTP {status}", status=status, times=times)
 
+    def raw(self, body: str, match: Matcher = None, times: int | None = None) -> Rule:
+        """Answer matching chat requests with ``body`` verbatim (HTTP 200, JSON content type): e.g. a completion
+        with empty ``choices``, or a body that is not JSON at all."""
+        return self.script(Rule(match, None, 0.0, 200, times, raw_body=body))
+
     def garbage(self, match: Matcher = None, times: int | None = None) -> Rule:
         """Answer matching chat requests with :data:`GARBAGE` (HTTP 200)."""
         return self.script(match, GARBAGE, times=times)
@@ -297,6 +303,9 @@ class ScriptedServer:
         if rule is not None and rule.status != 200:
             rec.status = rule.status
             return _error_response(rule.status, str(rule.reply or "scripted error"))
+        if rule is not None and rule.raw_body is not None:
+            rec.status = 200
+            return web.Response(text=rule.raw_body, content_type="application/json")
         try:
             text = await self._answer_text(rule, body)
         except Exception as exc:  # a broken test script must surface, not hang the client

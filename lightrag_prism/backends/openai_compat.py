@@ -8,7 +8,12 @@ Settings come from the environment:
 ``OPENAI_API_KEY``         API key (any non-empty string for local servers)
 ``PRISM_EMBEDDING_MODEL``  embedding model served by the same endpoint (optional)
 ``PRISM_EMBEDDING_DIM``    its dimension (required with ``PRISM_EMBEDDING_MODEL``)
+``PRISM_LLM_MAX_RETRIES``  retries of a failed LLM call (default 2: three attempts)
+``PRISM_LLM_TIMEOUT``      seconds before one LLM call times out (default: the client's)
 =========================  ===========================================================
+
+A failed call (connection error, timeout, HTTP 429/5xx, an invalid response) is retried ``max_retries`` times with
+exponential waits of 0.5 to 4 s (LightRAG's own client makes three attempts with 4 to 10 s waits), then raised.
 
 The client is LightRAG's own ``openai_complete_if_cache`` / ``openai_embed``; nothing here opens a second client.
 """
@@ -28,21 +33,48 @@ def llm_from_env(environ=os.environ):
     model = environ.get("PRISM_LLM_MODEL")
     if not model:
         return None
-    return openai_compatible_llm(model, environ.get("OPENAI_BASE_URL"), environ.get("OPENAI_API_KEY") or "EMPTY")
+    retries, timeout = environ.get("PRISM_LLM_MAX_RETRIES"), environ.get("PRISM_LLM_TIMEOUT")
+    return openai_compatible_llm(model, environ.get("OPENAI_BASE_URL"), environ.get("OPENAI_API_KEY") or "EMPTY",
+                                 max_retries=_number("PRISM_LLM_MAX_RETRIES", retries, int, DEFAULT_MAX_RETRIES),
+                                 timeout=_number("PRISM_LLM_TIMEOUT", timeout, float, None))
 
 
-def openai_compatible_llm(model: str, base_url: str | None = None, api_key: str | None = None):
-    """An async ``llm_model_func`` that sends LightRAG's prompts to ``model`` at ``base_url``."""
+DEFAULT_MAX_RETRIES = 2
+
+
+def _number(name: str, text: str | None, kind, default):
+    if text is None or not text.strip():
+        return default
+    try:
+        value = kind(text)
+    except ValueError:
+        raise ValueError(f"{name} must be a number, got {text!r}") from None
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {text!r}")
+    return value
+
+
+def openai_compatible_llm(model: str, base_url: str | None = None, api_key: str | None = None, *,
+                          max_retries: int = DEFAULT_MAX_RETRIES, timeout: float | None = None):
+    """An async ``llm_model_func`` that sends LightRAG's prompts to ``model`` at ``base_url``; a failed call is
+    retried ``max_retries`` times (LightRAG's retry conditions, shorter waits), ``timeout`` bounds one call."""
     from lightrag.llm.openai import openai_complete_if_cache  # imported lazily: it is heavy
+    from tenacity import stop_after_attempt, wait_exponential
+
+    if not isinstance(max_retries, int) or max_retries < 0:
+        raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
+    send = openai_complete_if_cache.retry_with(stop=stop_after_attempt(max_retries + 1), reraise=True,
+                                               wait=wait_exponential(multiplier=0.5, min=0.5, max=4))
 
     async def complete(prompt, system_prompt=None, history_messages=None, **kwargs):
         kwargs.pop("hashing_kv", None)  # LightRAG caches at its own call sites
-        return await openai_complete_if_cache(
-            model, prompt, system_prompt=system_prompt, history_messages=history_messages or [],
-            base_url=base_url, api_key=api_key, **kwargs,
-        )
+        if timeout is not None:
+            kwargs.setdefault("timeout", timeout)
+        return await send(model, prompt, system_prompt=system_prompt, history_messages=history_messages or [],
+                          base_url=base_url, api_key=api_key, **kwargs)
 
-    complete.model_name = model
+    complete.model_name, complete.base_url = model, base_url or "https://api.openai.com/v1"
+    complete.max_retries = max_retries
     return complete
 
 

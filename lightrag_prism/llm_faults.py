@@ -1,0 +1,68 @@
+"""LLM faults during a query: mark them where they happen, name the endpoint, recognise them where they surface.
+
+PrismRAG wraps its ``llm_model_func`` with :func:`mark_llm_faults`: an exception raised by the LLM call gets the
+endpoint attached and is re-raised unchanged (stock modes without fallbacks see LightRAG's own exceptions). A
+query that fails recognises the fault with :func:`llm_fault_endpoint`, including LightRAG's own LLM-queue timeouts
+(raised outside the wrapper, as ``TimeoutError("<role> LLM func: ...")``).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from lightrag.llm_roles import ROLES
+
+from .errors import LLMCallError
+
+ENDPOINT_ATTRIBUTE = "prism_llm_endpoint"
+LLM_QUEUE_NAMES = tuple(spec.queue_name for spec in ROLES)
+
+
+def endpoint_of(func: Callable[..., Any]) -> str:
+    """What to call the LLM in a message: its endpoint and model when known, else the function's name."""
+    base_url, model = getattr(func, "base_url", None), getattr(func, "model_name", None)
+    if base_url or model:
+        return f"{base_url or 'https://api.openai.com/v1'} (model {model!r})"
+    return f"llm_model_func {getattr(func, '__qualname__', repr(func))}"
+
+
+def mark_llm_faults(func: Callable[..., Any]) -> Callable[..., Any]:
+    if getattr(func, "marks_llm_faults", False):
+        return func
+    endpoint = endpoint_of(func)
+
+    @functools.wraps(func)
+    async def call(*args, **kwargs):
+        try:
+            return await func(*args, **kwargs)
+        except Exception as exc:
+            if getattr(exc, ENDPOINT_ATTRIBUTE, None) is None:
+                try:
+                    setattr(exc, ENDPOINT_ATTRIBUTE, endpoint)
+                except AttributeError:  # an exception type without __dict__: raise as it is
+                    pass
+            raise
+
+    call.marks_llm_faults = True
+    return call
+
+
+def llm_fault_endpoint(exc: BaseException, default_endpoint: str) -> str | None:
+    """The endpoint if ``exc`` is an LLM fault, else None."""
+    if getattr(exc, ENDPOINT_ATTRIBUTE, None):
+        return getattr(exc, ENDPOINT_ATTRIBUTE)
+    if isinstance(exc, TimeoutError) and str(exc).startswith(LLM_QUEUE_NAMES):
+        return default_endpoint
+    return None
+
+
+def describe_cause(exc: BaseException) -> str:
+    attempt = getattr(exc, "last_attempt", None)  # tenacity.RetryError wraps the real error
+    cause = (attempt.exception() if attempt is not None else None) or exc
+    text = str(cause).strip().splitlines()[0][:300] if str(cause).strip() else ""
+    return f"{type(cause).__name__}: {text}" if text else type(cause).__name__
+
+
+def call_error(step: str, endpoint: str, exc: BaseException) -> LLMCallError:
+    return LLMCallError(step, endpoint, describe_cause(exc))
