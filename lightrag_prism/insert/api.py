@@ -25,6 +25,7 @@ from .merging import agentic_merge, roll_forward
 from .pipeline import InsertHooks, content_key, make_prism_chunker
 from ..retrievers.query_state import index_items, prepare_query_state
 from .rebuild import aliases_read_once
+from .recovery import repair_recovery_anchors
 from .timestamps import validate_timestamps
 
 logger = logging.getLogger(__name__)
@@ -126,6 +127,8 @@ class InsertFeaturesMixin:
         counts = await self.doc_status.get_status_counts() if self.group_commit else {}
         backlog = sum(n for status, n in counts.items() if status not in _DONE_STATUSES)
         paced = min(backlog, self.max_parallel_insert) >= PACED_MIN_PARALLEL
+        if backlog:  # documents a crash interrupted are purged before their retry: their anchors must exist
+            await repair_recovery_anchors(self)
         try:
             with self._prism_commit_policy.bulk(paced):
                 result = await super().apipeline_process_enqueue_documents(*args, **kwargs)
