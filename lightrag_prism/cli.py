@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from .errors import LLM_SETUP_HINT
-from .inputs import SUPPORTED_SUFFIXES, InputError, collect_documents
+from .inputs import SUPPORTED_SUFFIXES, InputError, collect_documents, source_names
 
 EXIT_ERROR = 2
 KNOWN_ERRORS = ("LLMNotConfiguredError", "LLMCallError")  # their message already says what failed and what to do
@@ -54,7 +54,7 @@ def check_working_dir(working_dir: str, *, for_query: bool) -> None:
 
 
 async def cmd_index(args) -> None:
-    from tqdm.auto import tqdm
+    from .progress import insert_outcome, insert_progress
 
     check_working_dir(args.working_dir, for_query=False)
     collected = collect_documents(args.paths)
@@ -71,11 +71,18 @@ async def cmd_index(args) -> None:
     await rag.initialize_storages()
     try:
         files = collected.documents
-        for path, text in tqdm(files, desc="indexing", unit="file", disable=args.quiet):
-            await rag.ainsert(text, file_paths=[str(path)])
+        names = source_names([path for path, _ in files])
+        async with insert_progress(rag, len(files), "indexing", unit="file", disable=args.quiet):
+            track_id = await rag.ainsert([text for _, text in files], file_paths=names)
+        outcome = await insert_outcome(rag, track_id, dict(zip(names, (text for _, text in files))))
         snapshot = await rag.graph_snapshot()
-        print(f"Indexed {len(files)} file(s) into {args.working_dir}: "
-              f"{snapshot.num_nodes} entities, {snapshot.num_edges} relations")
+        print(f"Indexed {len(outcome.processed)} file(s) into {args.working_dir}: "
+              f"{snapshot.num_nodes} entities, {snapshot.num_edges} relations"
+              + (f"; {len(outcome.already_indexed)} already indexed" if outcome.already_indexed else ""))
+        for path, error in outcome.failed.items():
+            print(f"failed {path}: {error}", file=sys.stderr)
+        if outcome.failed:
+            raise CLIError(f"{len(outcome.failed)} file(s) not indexed (listed above)")
     finally:
         await rag.finalize_storages()
 

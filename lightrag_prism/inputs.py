@@ -4,8 +4,14 @@
   (replacing bad bytes silently stored ``\\ufffd`` garbage in the index);
 * ``.html``/``.htm`` become text with BeautifulSoup: scripts, styles and markup go, every ``<table>`` stays as
   HTML so the table-aware chunker keeps it whole with its context;
+* ``.pdf`` (pypdf: the text layer of every page) and ``.docx`` (python-docx: paragraphs, tables as HTML), with
+  the ``documents`` extra; without it they are refused with the install command;
 * any other type is refused by name, whether named directly or found in a folder (a folder's refused files are
   reported, the rest indexed).
+
+LightRAG stores a document's source as its file *name* and refuses a second document with a name it already holds
+(a "duplicate"), so :func:`source_names` gives files that share a name distinct ones (``a/notes.txt`` and
+``b/notes.txt`` become ``a__notes.txt`` and ``b__notes.txt``).
 """
 
 from __future__ import annotations
@@ -16,7 +22,10 @@ from pathlib import Path
 
 TEXT_SUFFIXES = (".txt", ".md")
 HTML_SUFFIXES = (".html", ".htm")
-SUPPORTED_SUFFIXES = TEXT_SUFFIXES + HTML_SUFFIXES
+# read with pypdf / python-docx (the ``documents`` extra; LightRAG Server's ``api`` extra installs them too)
+OFFICE_SUFFIXES = (".pdf", ".docx")
+SUPPORTED_SUFFIXES = TEXT_SUFFIXES + HTML_SUFFIXES + OFFICE_SUFFIXES
+DOCUMENTS_EXTRA_HINT = "pip install 'lightrag-prism[documents]'"
 
 
 class InputError(Exception):
@@ -43,12 +52,57 @@ def html_to_text(html: str) -> str:
     return re.sub(r"\n\s*\n+", "\n\n", re.sub(r"[ \t]+", " ", text)).strip()
 
 
+def _office_library(module: str, path: Path):
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise InputError(f"{path}: reading {path.suffix} files needs {module}: {DOCUMENTS_EXTRA_HINT}") from None
+
+
+def pdf_text(path: Path) -> str:
+    """The text of every page (pypdf's layout-free extraction); a scanned PDF without a text layer gives ""."""
+    pypdf = _office_library("pypdf", path)
+    try:
+        reader = pypdf.PdfReader(str(path))
+        if reader.is_encrypted:
+            raise InputError(f"{path}: the PDF is encrypted; decrypt it first")
+        return "\n\n".join((page.extract_text() or "").strip() for page in reader.pages).strip()
+    except InputError:
+        raise
+    except Exception as exc:  # pypdf raises many types on damaged files
+        raise InputError(f"{path}: not a readable PDF ({type(exc).__name__}: {exc})") from None
+
+
+def docx_text(path: Path) -> str:
+    """Paragraphs in order, each table as HTML at its place (for the table-aware chunker)."""
+    docx = _office_library("docx", path)
+    from html import escape
+
+    try:
+        document = docx.Document(str(path))
+    except Exception as exc:  # python-docx raises zipfile/KeyError/ValueError on damaged files
+        raise InputError(f"{path}: not a readable .docx ({type(exc).__name__}: {exc})") from None
+    parts = []
+    for block in document.iter_inner_content():
+        if isinstance(block, docx.table.Table):
+            rows = "".join("<tr>" + "".join(f"<td>{escape(cell.text.strip())}</td>" for cell in row.cells) + "</tr>"
+                           for row in block.rows)
+            parts.append(f"<table>{rows}</table>")
+        elif block.text.strip():
+            parts.append(block.text.strip())
+    return "\n\n".join(parts)
+
+
 def read_document(path: Path) -> str:
     """The text of one supported file; :class:`InputError` for an unsupported type or invalid UTF-8."""
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
         raise InputError(f"{path}: unsupported file type {suffix or '(none)'!r}; supported: "
                          f"{' '.join(SUPPORTED_SUFFIXES)} (convert other formats to text first)")
+    if suffix in OFFICE_SUFFIXES:
+        return pdf_text(path) if suffix == ".pdf" else docx_text(path)
     data = path.read_bytes()
     try:
         text = data.decode("utf-8-sig")
@@ -80,3 +134,26 @@ def _add(collected: Collected, file: Path) -> None:
     text = read_document(file)
     if text.strip():
         collected.documents.append((file, text))
+
+
+SOURCE_SEPARATOR = "__"
+
+
+def source_names(files: list[Path]) -> list[str]:
+    """The name each file is indexed under: its file name, or, when several share it, its path from their
+    deepest common folder with ``/`` written as ``__``."""
+    by_name: dict[str, list[Path]] = {}
+    for file in files:
+        by_name.setdefault(file.name, []).append(file.resolve())
+    names = {}
+    for name, same in by_name.items():
+        if len(same) == 1:
+            names[same[0]] = name
+            continue
+        parts = [f.parts for f in same]
+        common = 0
+        while all(len(p) > common + 1 and p[common] == parts[0][common] for p in parts):
+            common += 1
+        for file, part in zip(same, parts):
+            names[file] = SOURCE_SEPARATOR.join(part[common:])
+    return [names[file.resolve()] for file in files]

@@ -15,9 +15,8 @@ import logging
 import re
 from collections import defaultdict
 
-from tqdm.auto import tqdm
-
 from ..backends.offline_llm import COMPLETE, FENCED_INPUT, TUPLE_DELIMITER, offline_llm_complete
+from ..progress import insert_progress
 from .datasets import Dataset, OpenIE
 
 logger = logging.getLogger(__name__)
@@ -69,13 +68,12 @@ async def index_passages(rag, dataset: Dataset, batch_size: int = 500, progress:
     ids = [f"{dataset.name}-{p.id}" for p in dataset.passages]
     present = await rag.full_docs.get_by_ids(ids)
     todo = [(doc_id, p) for doc_id, p, have in zip(ids, dataset.passages, present) if not have]
-    with tqdm(total=len(todo), desc=f"indexing {dataset.name}", unit="passage", disable=not progress) as bar:
+    async with insert_progress(rag, len(todo), f"indexing {dataset.name}", unit="passage", disable=not progress):
         for start in range(0, len(todo), batch_size):
             batch = todo[start:start + batch_size]
             await rag.ainsert([p.content for _, p in batch], split_by_character=PASSAGE_SEPARATOR,
                               split_by_character_only=True, ids=[doc_id for doc_id, _ in batch],
                               file_paths=[f"{dataset.name}/{p.id}" for _, p in batch])
-            bar.update(len(batch))
     return len(todo)
 
 

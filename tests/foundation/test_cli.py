@@ -97,12 +97,13 @@ def test_invalid_utf8_is_refused_with_file_and_byte_offset(capsys, tmp_path):
 
 
 def test_unsupported_types_are_refused_by_name(capsys, tmp_path, endpoint_env):
-    (tmp_path / "paper.pdf").write_bytes(b"%PDF-1.4")
-    assert main(["index", str(tmp_path / "paper.pdf"), "--working-dir", str(tmp_path / "w")]) == 2
-    assert "paper.pdf: unsupported file type '.pdf'" in capsys.readouterr().err
+    (tmp_path / "paper.odt").write_bytes(b"PK\x03\x04")
+    assert main(["index", str(tmp_path / "paper.odt"), "--working-dir", str(tmp_path / "w")]) == 2
+    assert "paper.odt: unsupported file type '.odt'" in capsys.readouterr().err
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "a.txt").write_text("Alice Smith works at Acme Corp in Paris.")
+    # a new name: LightRAG keeps one process-wide store per workspace, which earlier tests in this process filled
+    (docs / "quayle.txt").write_text("Bertha Quayle works at Zenith Mills in Lyon.")
     (docs / "image.png").write_bytes(b"\x89PNG")
     assert main(["index", str(docs), "--working-dir", str(tmp_path / "w"), "--quiet"]) == 0
     out = capsys.readouterr()
@@ -165,3 +166,69 @@ def test_version_and_python_dash_m(capsys):
     assert __version__ in capsys.readouterr().out
     done = subprocess.run([sys.executable, "-m", "lightrag_prism", "--version"], capture_output=True, text=True)
     assert done.returncode == 0 and __version__ in done.stdout
+
+
+def test_files_sharing_a_name_are_all_indexed_and_a_name_clash_is_reported(capsys, tmp_path, endpoint_env):
+    # LightRAG refuses a second document under a file name it holds: same-named files get distinct names
+    for folder, text in (("a", "Quentin Harlow founded the Ostrava Guild in 1902."),
+                         ("b", "Mirela Voss painted the Ostrava Guild hall in 1911.")):
+        (tmp_path / "docs" / folder).mkdir(parents=True)
+        (tmp_path / "docs" / folder / "notes.txt").write_text(text)
+    work = str(tmp_path / "w")
+    assert main(["index", str(tmp_path / "docs"), "--working-dir", work, "--quiet"]) == 0
+    assert "Indexed 2 file(s)" in capsys.readouterr().out
+    assert main(["index", str(tmp_path / "docs" / "a"), "--working-dir", work, "--quiet"]) == 0
+    assert "already indexed" in capsys.readouterr().out  # the same text again: nothing lost, nothing doubled
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "a__notes.txt").write_text("Ilse Brandt opened a bakery in Graz in 1950.")
+    assert main(["index", str(tmp_path / "other"), "--working-dir", work, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "a__notes.txt: a different document with this file name is already indexed" in err
+
+
+def minimal_pdf(lines: list[str]) -> bytes:
+    """A one-page PDF whose text layer holds ``lines`` (built by hand: no PDF writer is a dependency)."""
+    text = " ".join(f"({line}) Tj 0 -16 Td" for line in lines)
+    stream = f"BT /F1 12 Tf 72 720 Td {text} ET".encode()
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+               b"/Resources << /Font << /F1 5 0 R >> >> >>",
+               b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def test_pdf_and_docx_are_read_and_broken_ones_refused_by_name(tmp_path):
+    import docx
+
+    from lightrag_prism.inputs import InputError, read_document
+
+    pdf = tmp_path / "report.pdf"
+    pdf.write_bytes(minimal_pdf(["Odile Farrant opened a bakery in Lunebourg.", "It closed in 2019."]))
+    text = read_document(pdf)
+    assert "Odile Farrant opened a bakery in Lunebourg." in text and "It closed in 2019." in text
+
+    document = docx.Document()
+    document.add_paragraph("Revenue by year.")
+    table = document.add_table(rows=2, cols=2)
+    for row, values in zip(table.rows, (("Year", "Revenue"), ("2024", "5 < 7"))):
+        for cell, value in zip(row.cells, values):
+            cell.text = value
+    document.add_paragraph("Figures audited.")
+    document.save(tmp_path / "report.docx")
+    text = read_document(tmp_path / "report.docx")
+    assert text == ("Revenue by year.\n\n<table><tr><td>Year</td><td>Revenue</td></tr><tr><td>2024</td>"
+                    "<td>5 &lt; 7</td></tr></table>\n\nFigures audited.")
+
+    for name, data in (("broken.pdf", b"%PDF-1.4 not really"), ("broken.docx", b"PK not a zip")):
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(InputError, match=name):
+            read_document(tmp_path / name)

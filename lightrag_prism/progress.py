@@ -1,0 +1,72 @@
+"""Progress of one ``ainsert``: a tqdm bar that counts documents as LightRAG finishes them, and the outcome.
+
+LightRAG processes a list ``ainsert`` as one pipeline run with many documents in flight, so a bar advanced per
+``ainsert`` call stays at 0 until the end. :func:`insert_progress` polls the document-status counts instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+from tqdm.auto import tqdm
+
+POLL_SECONDS = 0.5
+FINISHED = ("processed", "failed")
+
+
+async def _finished(rag) -> int:
+    counts = await rag.doc_status.get_status_counts()
+    return sum(counts.get(status, 0) for status in FINISHED)
+
+
+@asynccontextmanager
+async def insert_progress(rag, total: int, desc: str, unit: str = "doc", disable: bool = False):
+    """Run an insert inside this block; the bar shows how many of its ``total`` documents are finished."""
+    bar = tqdm(total=total, desc=desc, unit=unit, disable=disable)
+    base = await _finished(rag)
+
+    async def follow() -> None:
+        while True:
+            await asyncio.sleep(POLL_SECONDS)
+            bar.n = min(total, max(0, await _finished(rag) - base))
+            bar.refresh()
+
+    task = asyncio.create_task(follow())
+    try:
+        yield bar
+        bar.n = total
+    finally:
+        task.cancel()
+        bar.close()
+
+
+@dataclass
+class InsertOutcome:
+    processed: list[str] = field(default_factory=list)
+    already_indexed: list[str] = field(default_factory=list)  # LightRAG's duplicate-submission records
+    failed: dict[str, str] = field(default_factory=dict)  # file path -> error
+
+
+async def insert_outcome(rag, track_id: str, contents: dict[str, str] | None = None) -> InsertOutcome:
+    """What became of each document of the insert ``track_id``. LightRAG refuses a document whose file name it
+    already holds: with ``contents`` (file name -> text) a refusal is "already indexed" only when the document it
+    holds under that name has the same text, else a failure that says so."""
+    outcome = InsertOutcome()
+    for doc in (await rag.aget_docs_by_track_id(track_id)).values():
+        path = getattr(doc, "file_path", "") or ""
+        metadata = getattr(doc, "metadata", None) or {}
+        status = getattr(doc.status, "value", doc.status)
+        if metadata.get("is_duplicate"):
+            held = await rag.full_docs.get_by_id(metadata.get("original_doc_id", ""))
+            if contents is None or (held and held.get("content", "").strip() == contents.get(path, "").strip()):
+                outcome.already_indexed.append(path)
+            else:
+                outcome.failed[path] = ("a different document with this file name is already indexed; rename the "
+                                        "file (or delete the indexed one) and index it again")
+        elif status == "processed":
+            outcome.processed.append(path)
+        else:
+            outcome.failed[path] = getattr(doc, "error_msg", None) or status
+    return outcome
