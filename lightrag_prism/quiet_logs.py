@@ -6,6 +6,11 @@
   runs (:data:`patches.ACTIVE_HOOKS` is set); a stock query still warns.
 * "Rerank is enabled but no rerank model is configured": LightRAG's ``QueryParam`` enables rerank by default and
   warns on every query without a rerank model; it is said once per process.
+
+And LightRAG's INFO logs (about 70 lines for two documents and one query) are off unless the application configured
+logging before importing lightrag_prism (root handlers present) or set ``LOG_LEVEL``: :func:`quiet_by_default`
+sets the ``lightrag`` logger to WARNING and undoes the ``logging.basicConfig(level=INFO)`` that nano-vectordb runs
+at import. ``logging.getLogger("lightrag").setLevel(logging.INFO)`` brings them back.
 """
 
 from __future__ import annotations
@@ -33,6 +38,18 @@ class QuietLightRAG(logging.Filter):
                     return False
                 self.said.add(prefix)
         return True
+
+
+def quiet_by_default(root_configured_before_import: bool) -> None:
+    import os
+
+    if root_configured_before_import or os.environ.get("LOG_LEVEL"):
+        return
+    import nano_vectordb  # noqa: F401  (its import runs logging.basicConfig(level=INFO))
+
+    logging.getLogger().setLevel(logging.WARNING)
+    for name in ("lightrag", "nano-vectordb"):
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def install() -> None:

@@ -65,6 +65,7 @@ def pick_precision(model, requested: str) -> str:
 def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no "Loading weights" bar on every start
     threads = (int(sys.argv[1]) if len(sys.argv) > 1 else 0) or os.cpu_count() or 1
     requested = sys.argv[2] if len(sys.argv) > 2 else "auto"
     requests, replies = sys.stdin.buffer, sys.stdout.buffer

@@ -40,3 +40,29 @@ def test_the_filter_keeps_the_same_warnings_outside_plugin_modes():
     assert quiet.filter(record("Rerank is enabled but no rerank model is configured. ..."))
     assert not quiet.filter(record("Rerank is enabled but no rerank model is configured. ..."))
     assert quiet.filter(record("Something else"))
+
+
+def _log_lines(code: str, **env: str) -> str:
+    import os
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**{k: v for k, v in os.environ.items() if k != "LOG_LEVEL"}, **env})
+    assert run.returncode == 0, run.stderr
+    return run.stderr
+
+
+EMIT = ("import logging; logging.getLogger('lightrag').info('lightrag-info'); "
+        "logging.getLogger('nano-vectordb').info('nano-info'); logging.getLogger('lightrag').warning('lightrag-warn')")
+
+
+def test_lightrag_info_logs_are_off_by_default_in_python():
+    err = _log_lines("import lightrag_prism; " + EMIT)
+    assert "lightrag-info" not in err and "nano-info" not in err and "lightrag-warn" in err
+
+
+def test_an_application_that_configured_logging_keeps_its_levels():
+    err = _log_lines("import logging; logging.basicConfig(level=logging.INFO); import lightrag_prism; " + EMIT)
+    assert "lightrag-info" in err and "nano-info" in err
+    assert "lightrag-info" in _log_lines("import lightrag_prism; " + EMIT, LOG_LEVEL="INFO")
