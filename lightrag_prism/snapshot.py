@@ -107,7 +107,13 @@ def _incidence(rows_of_chunks: list[list[str]], chunk_index: dict[str, int]) -> 
 
 
 def build_snapshot(nodes: list[dict], edges: list[dict], version: int = 0) -> GraphSnapshot:
-    """Build a snapshot from ``get_all_nodes()`` / ``get_all_edges()`` output (``id``; ``source``/``target``)."""
+    """Build a snapshot from ``get_all_nodes()`` / ``get_all_edges()`` output (``id``; ``source``/``target``).
+
+    Nodes are ordered by name and edges by their endpoint names: the order a backend returns them in (insertion
+    order, which concurrent inserts vary; row order on PostgreSQL) must not decide how a mode breaks ties, or the
+    same data would rank differently on two backends or two runs."""
+    nodes = sorted(nodes, key=lambda node: str(node["id"]))
+    edges = sorted(edges, key=lambda edge: tuple(sorted((str(edge["source"]), str(edge["target"])))))
     node_ids = [str(n["id"]) for n in nodes]
     node_index = {name: i for i, name in enumerate(node_ids)}
     # Backends may return an edge whose endpoint is missing from get_all_nodes (damaged storage): skip it.

