@@ -132,7 +132,8 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         if self.tokenizer is None:
             self.tokenizer = OfflineTokenizer()
         if self.llm_model_func is None:
-            self.llm_model_func = offline_llm(self.offline_extractor)
+            note = NO_LLM_NOTE if self.answer_without_llm == "context" else None
+            self.llm_model_func = offline_llm(self.offline_extractor, answer_note=note)
             self.llm_model_name = offline_model_name(self.offline_extractor)  # its own LLM-cache entries
         else:
             self.llm_endpoint = endpoint_of(self.llm_model_func)

@@ -51,8 +51,10 @@ def offline_model_name(extractor: str = "auto") -> str:
     return f"{OFFLINE_MODEL_NAME}:{extractor}-v{EXTRACTOR_VERSION}"
 
 
-def offline_llm(extractor: str = "auto"):
-    """A LightRAG-compatible LLM function that works without any model (see module docstring)."""
+def offline_llm(extractor: str = "auto", answer_note: str | None = None):
+    """A LightRAG-compatible LLM function that works without any model (see module docstring). A prompt it cannot
+    answer raises :class:`LLMNotConfiguredError`, or returns ``answer_note`` when one is given (LightRAG Server's
+    raw-LLM routes, e.g. Ollama's ``/api/generate``, then answer with the note instead of an error 500)."""
     check_extractor(extractor)
 
     async def offline_llm_complete(prompt: str, system_prompt: str | None = None, history_messages=None,
@@ -71,6 +73,8 @@ def offline_llm(extractor: str = "auto"):
             query_match = _USER_QUERY.search(prompt)
             high, low = extract_keywords(query_match.group(1).strip() if query_match else prompt)
             return json.dumps({"high_level_keywords": high, "low_level_keywords": low})
+        if answer_note is not None:
+            return answer_note
         raise LLMNotConfiguredError("This step (answer generation or an LLM judgement)")
 
     offline_llm_complete.is_offline_stand_in = True  # how PrismRAG tells "no LLM configured"

@@ -141,6 +141,13 @@ def test_ollama_chat_accepts_plugin_mode_prefixes(offline, prefix):
     assert "No LLM is configured" not in context_only and "Vexholm" in context_only
 
 
+def test_ollama_generate_without_llm_answers_with_the_note(offline):
+    client, _ = offline
+    reply = client.post("/api/generate", json={"model": "lightrag:latest", "stream": False, "prompt": QUESTION})
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["response"].startswith("[lightrag_prism] No LLM is configured")
+
+
 def test_stock_routes_and_webui_still_work(offline):
     client, _ = offline
     assert client.get("/webui/").status_code == 200
