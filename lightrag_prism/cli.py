@@ -33,10 +33,11 @@ class CLIError(Exception):
 
 
 def make_rag(working_dir: str):
-    from . import PrismRAG, embedding_from_env, llm_from_env, local_embedding_func
+    from . import PrismRAG, llm_from_env
+    from .backends import EMBEDDING_BATCH, default_embedding_func
 
-    return PrismRAG(working_dir=working_dir, llm_model_func=llm_from_env(),
-                    embedding_func=embedding_from_env() or local_embedding_func(), embedding_batch_num=64)
+    return PrismRAG(working_dir=working_dir, llm_model_func=llm_from_env(), embedding_func=default_embedding_func(),
+                    embedding_batch_num=EMBEDDING_BATCH)
 
 
 def check_working_dir(working_dir: str, *, for_query: bool) -> None:
@@ -165,9 +166,10 @@ def configure_logging(verbose: bool) -> None:
 
 def describe_failure(exc: BaseException) -> str:
     """One line: what failed and what to do. LLM/endpoint faults name the endpoint."""
+    from .llm_faults import root_cause
+
     name = type(exc).__name__
-    attempt = getattr(exc, "last_attempt", None)  # tenacity.RetryError wraps the real error
-    cause = (attempt.exception() if attempt is not None else None) or exc
+    cause = root_cause(exc)
     module = type(cause).__module__
     if module.startswith(("openai", "httpx", "httpcore", "aiohttp")):
         endpoint = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1")

@@ -57,9 +57,14 @@ def llm_fault_endpoint(exc: BaseException, default_endpoint: str) -> str | None:
     return None
 
 
+def root_cause(exc: BaseException) -> BaseException:
+    """The error behind ``exc``: tenacity's ``RetryError`` wraps the one its last attempt raised."""
+    attempt = getattr(exc, "last_attempt", None)
+    return (attempt.exception() if attempt is not None else None) or exc
+
+
 def describe_cause(exc: BaseException) -> str:
-    attempt = getattr(exc, "last_attempt", None)  # tenacity.RetryError wraps the real error
-    cause = (attempt.exception() if attempt is not None else None) or exc
+    cause = root_cause(exc)
     text = str(cause).strip().splitlines()[0][:300] if str(cause).strip() else ""
     return f"{type(cause).__name__}: {text}" if text else type(cause).__name__
 

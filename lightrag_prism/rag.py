@@ -269,7 +269,8 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
                 raise LLMNotConfiguredError(f"Answering a query (mode {param.mode!r})")
             return await self._context_instead_of_answer(query, param, "no LLM configured")
         try:
-            if param.mode in STOCK_MODES and not self._needs_hooks(param) and not fallbacks:
+            # LightRAG's own aquery_llm turns every error into a failure dict: only unguarded stock queries use it
+            if param.mode in STOCK_MODES and not (self._needs_hooks(param) or fallbacks or self._guarded(param)):
                 return await super().aquery_llm(query, param, system_prompt, progress_callback)
             result, ctx = await self._run(query, param, system_prompt, progress_callback)
         except Exception as exc:

@@ -20,7 +20,16 @@ def local_embedding_func(batch_size: int = 64, max_token_size: int = 256, torch_
                 precision=precision)
 
 
+EMBEDDING_BATCH = 64  # texts per embedding call (LightRAG sends 10 by default)
+
+
+def default_embedding_func():
+    """The endpoint's embedding model when ``PRISM_EMBEDDING_MODEL`` is set, else the local MiniLM."""
+    return embedding_from_env() or local_embedding_func()
+
+
 __all__ = [
-    "OFFLINE_MODEL_NAME", "OfflineTokenizer", "embedding_from_env", "llm_configured_in_env", "llm_from_env",
+    "EMBEDDING_BATCH", "OFFLINE_MODEL_NAME", "OfflineTokenizer", "default_embedding_func", "embedding_from_env",
+    "llm_configured_in_env", "llm_from_env",
     "local_embedding_func", "offline_llm_complete", "openai_compatible_embedding", "openai_compatible_llm",
 ]

@@ -126,7 +126,7 @@ class InsertFeaturesMixin:
     async def apipeline_process_enqueue_documents(self, *args, **kwargs):
         """LightRAG's pipeline run; with many documents in flight, storage flushes are paced (group commit). Then,
         with ``prepare_query_indexes``, the hipporag/prism query state is brought up to date (``query_state.py``)."""
-        counts = await self.doc_status.get_status_counts() if self.group_commit else {}
+        counts = await self.doc_status.get_status_counts()
         backlog = sum(n for status, n in counts.items() if status not in _DONE_STATUSES)
         paced = min(backlog, self.max_parallel_insert) >= PACED_MIN_PARALLEL
         if backlog:  # documents a crash interrupted are purged before their retry: their anchors must exist

@@ -53,7 +53,7 @@ Answer with JSON only: {{"entity_types": [{{"name": "...", "explanation": "..."}
 {excerpt}
 """
 
-_LINE_RE = re.compile(r"^\s*-\s*([^:\n]+?)\s*:\s*(.*)$", re.M)
+_LINE_RE = re.compile(r"^[ \t]*-[ \t]*([^:\n]+?)[ \t]*:[ \t]*(.*)$", re.M)  # [ \t]: see ensemble._LIST_LINE
 _BAD_CHARS = re.compile(r"[^0-9A-Za-z _-]")
 
 

@@ -27,14 +27,15 @@ def explicit_binding(argv: list[str], option: str, env: str) -> bool:
 
 def make_server_rag(use_server_llm: bool, use_server_embedding: bool):
     """The factory that replaces ``LightRAG(...)`` inside LightRAG Server's ``create_app``."""
-    from .. import PrismRAG, embedding_from_env, llm_from_env, local_embedding_func
+    from .. import PrismRAG, llm_from_env
+    from ..backends import EMBEDDING_BATCH, default_embedding_func
 
     def make(**kwargs):
         if not use_server_llm:
             kwargs.update(llm_model_func=llm_from_env(), llm_model_kwargs={}, role_llm_configs={})
             kwargs["llm_model_name"] = os.environ.get("PRISM_LLM_MODEL") or "offline"
         if not use_server_embedding:
-            kwargs.update(embedding_func=embedding_from_env() or local_embedding_func(), embedding_batch_num=64)
+            kwargs.update(embedding_func=default_embedding_func(), embedding_batch_num=EMBEDDING_BATCH)
         return PrismRAG(answer_without_llm="context", **kwargs)
 
     return make

@@ -152,3 +152,22 @@ async def test_retries_are_bounded_by_the_knob(indexed):
         assert server.count() == retries + 1
         assert time.perf_counter() - started < 1 + 2 * retries  # waits of 0.5 to 4 s, not LightRAG's 4 to 10 s
         await rag.finalize_storages()
+
+
+@pytest.mark.asyncio
+async def test_opted_in_stock_mode_whose_answer_alone_fails_raises_llm_call_error(indexed):
+    from tests.scripted_responder import KEYWORD_MARKER, messages_text
+
+    server, kwargs = indexed
+    server.reset()
+    server.script(lambda body: KEYWORD_MARKER not in messages_text(body), "answer refused", status=500)
+    llm = openai_compatible_llm("scripted", server.base_url, "k", max_retries=0, timeout=TIMEOUT)
+    rag = PrismRAG(**{**kwargs, "llm_model_func": llm, "enable_llm_cache": False, "stock_mode_llm_fallbacks": True})
+    await rag.initialize_storages()
+    try:
+        data = await rag.aquery_data(QUESTION, QueryParam(mode="hybrid", enable_rerank=False))
+        assert "prism" not in data["metadata"]  # the keywords came from the LLM: nothing fell back
+        with pytest.raises(LLMCallError):  # not LightRAG's failure dict
+            await rag.aquery(QUESTION, QueryParam(mode="hybrid", enable_rerank=False))
+    finally:
+        await rag.finalize_storages()
