@@ -94,11 +94,11 @@ async def _consistency(rag) -> list[str]:
 
 
 async def restart(working_dir: str) -> dict:
-    from lightrag_prism.insert.merge_log import MergeLog
+    from lightrag_prism.insert.merging import open_merge_state
 
     rag, _ = await _rag(working_dir)  # initialize_storages rolls forward
     problems = await _consistency(rag)
-    if MergeLog(Path(working_dir) / WORKSPACE).pending():
+    if (await open_merge_state(rag))[0].pending():
         problems.append("journal still pending")
     rename = {"Acme Corp": "Acme Corporation"}
     after = {tuple(e) for e in await _edges(rag)}

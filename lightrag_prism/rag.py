@@ -29,11 +29,12 @@ from .context import QueryContext
 from .errors import LLMNotConfiguredError
 from .insert import rebuild as _rebuild  # noqa: F401  (registers the delete-by-document rebuild hook)
 from .insert import summaries as _summaries  # noqa: F401  (registers the timestamp-aware summary hook)
-from .insert.api import InsertFeaturesMixin, install_insert_features, restore_insert_state
+from .insert.api import InsertFeaturesMixin, install_insert_features
 from .insert.extraction import extractor_status
 from .keywords import extract_keywords
 from .llm_faults import call_error, describe_cause, endpoint_of, llm_fault_endpoint, mark_llm_faults
 from .param import KG_STOCK_MODES, STOCK_MODES, PrismQueryParam, perspectives_enabled
+from .plugin_state import PluginState
 from .query import PrismHooks, active_hooks, annotate, mode_kind
 from .retrievers import check_mode
 from .snapshot import GraphSnapshot, SnapshotCache
@@ -155,7 +156,7 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         install_insert_features(self)
         super().__post_init__(addon_params)
         self._snapshots = SnapshotCache(self.chunk_entity_relation_graph)
-        restore_insert_state(self)
+        self._prism_state = PluginState(self)  # opened by initialize_storages
 
     def _offline_pipeline_settings(self) -> None:
         """Without a real LLM, extraction is local and fast: keep many documents in flight (see the constants)."""

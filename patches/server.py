@@ -144,14 +144,13 @@ class PendingTimestamps:
         if timestamp is not None:
             self.by_content[content_key(text)] = validate_timestamps([timestamp], 1)[0]
 
-    def claim(self, rag, texts: list[str]) -> None:
+    async def claim(self, rag, texts: list[str]) -> None:
         from lightrag_prism.insert.api import save_doc_timestamps
         from lightrag_prism.insert.pipeline import content_key
 
         found = {key: self.by_content.pop(key) for key in map(content_key, texts) if key in self.by_content}
         if found:
-            rag._prism_insert_hooks.timestamps.update(found)
-            save_doc_timestamps(rag)
+            await save_doc_timestamps(rag, found)
 
 
 PENDING_TIMESTAMPS = PendingTimestamps()
@@ -187,7 +186,7 @@ def timestamped_text_requests(single, many):
 def claiming_timestamps(original):
     async def pipeline_index_texts(rag, texts, *args, **kwargs):
         if texts:
-            PENDING_TIMESTAMPS.claim(rag, list(texts))
+            await PENDING_TIMESTAMPS.claim(rag, list(texts))
         return await original(rag, texts, *args, **kwargs)
 
     pipeline_index_texts.__wrapped__ = original

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from lightrag.base import DocStatus
@@ -19,13 +18,14 @@ from lightrag.chunker.token_size import chunking_by_token_size
 from .. import patches
 from .group_commit import PACED_MIN_PARALLEL, CommitPolicy, install_group_commit
 from .prefetch import install_prefetch
-from .entity_types import discover_entity_types, load_state, read_folder, state_dir
-from .jsonfile import read_json, write_json_atomic
+from ..plugin_state import PluginState, plugin_state, register, unregister
+from .entity_types import discover_entity_types, load_state, read_folder
 from .merging import agentic_merge, roll_forward
 from .pipeline import InsertHooks, content_key, make_prism_chunker
 from ..retrievers.query_state import index_items, prepare_query_state
 from .rebuild import aliases_read_once
 from .recovery import repair_recovery_anchors
+from .state_migration import migrate_state_files
 from .timestamps import validate_timestamps
 
 logger = logging.getLogger(__name__)
@@ -42,28 +42,40 @@ def install_insert_features(rag) -> None:
                                            embed_max_tokens=embed_max or None)
 
 
-TIMESTAMPS_FILE = "prism_doc_timestamps.json"
+TIMESTAMPS_DOCUMENT = "doc_timestamps"
 _DONE_STATUSES = {DocStatus.PROCESSED.value, "all"}
 
 
-def _timestamps_path(rag) -> Path:
-    return Path(state_dir(rag)) / TIMESTAMPS_FILE
+async def save_doc_timestamps(rag, stamps: dict[str, str]) -> None:
+    """Add content key → timestamp to the stored map, so a document retried by a later process (or by another
+    instance on the same storages) keeps its timestamp."""
+    rag._prism_insert_hooks.timestamps.update(stamps)
+    await plugin_state(rag).update(TIMESTAMPS_DOCUMENT, lambda stored: {**stored, **stamps}, {})
 
 
-def save_doc_timestamps(rag) -> None:
-    """Persist content key → timestamp, so a document retried by a later process keeps its timestamp."""
-    write_json_atomic(_timestamps_path(rag), rag._prism_insert_hooks.timestamps)
+async def load_doc_timestamps(rag) -> None:
+    rag._prism_insert_hooks.timestamps.update(await plugin_state(rag).document(TIMESTAMPS_DOCUMENT).load({}))
 
 
-def restore_insert_state(rag) -> None:
-    """After ``LightRAG.__post_init__``: reload document timestamps and discovered entity types."""
-    rag._prism_insert_hooks.timestamps.update(read_json(_timestamps_path(rag), {}))
-    restore_entity_types(rag)
+async def open_plugin_state(rag) -> None:
+    """In ``initialize_storages``: open the plugin's KV namespaces, move working-dir files written by earlier
+    versions into them, then reload document timestamps and discovered entity types."""
+    state: PluginState = plugin_state(rag)
+    await state.initialize()
+    register(rag, state)
+    await migrate_state_files(rag, state)
+    await load_doc_timestamps(rag)
+    await restore_entity_types(rag)
 
 
-def restore_entity_types(rag) -> None:
+async def close_plugin_state(rag) -> None:
+    unregister(rag)
+    await plugin_state(rag).finalize()
+
+
+async def restore_entity_types(rag) -> None:
     """Reapply entity types discovered by an earlier instance."""
-    state = load_state(state_dir(rag))
+    state = await load_state(rag)
     if not state:
         return
     current = rag.addon_params.get("entity_types_guidance")
@@ -83,6 +95,7 @@ class InsertFeaturesMixin:
 
     async def initialize_storages(self):
         await super().initialize_storages()
+        await open_plugin_state(self)
         if self.group_commit:
             self._prism_flushes = install_group_commit(self, self._prism_commit_policy)
         feed = partial(index_items, self) if self.prepare_query_indexes else None
@@ -102,10 +115,8 @@ class InsertFeaturesMixin:
         docs = [input] if isinstance(input, str) else list(input)
         stamps = validate_timestamps(timestamps, len(docs)) if timestamps is not None else None
         threshold = _check_threshold(agentic_merging_threshold) if agentic_merging else None
-        for doc, ts in zip(docs, stamps or []):
-            self._prism_insert_hooks.timestamps[content_key(doc)] = ts
         if stamps:
-            save_doc_timestamps(self)
+            await save_doc_timestamps(self, {content_key(doc): ts for doc, ts in zip(docs, stamps)})
         graph = self.chunk_entity_relation_graph
         before = set(await graph.get_all_labels()) if agentic_merging else set()
         track = await super().ainsert(input, split_by_character, split_by_character_only, ids, file_paths,
@@ -121,6 +132,7 @@ class InsertFeaturesMixin:
         prefetch = getattr(self, "_prism_prefetch", None)
         if prefetch is not None:
             await prefetch.close()
+        await close_plugin_state(self)
         await super().finalize_storages()
 
     async def apipeline_process_enqueue_documents(self, *args, **kwargs):
@@ -131,6 +143,7 @@ class InsertFeaturesMixin:
         paced = min(backlog, self.max_parallel_insert) >= PACED_MIN_PARALLEL
         if backlog:  # documents a crash interrupted are purged before their retry: their anchors must exist
             await repair_recovery_anchors(self)
+            await load_doc_timestamps(self)  # another instance on the same storages may have queued some
         try:
             with self._prism_commit_policy.bulk(paced):
                 result = await super().apipeline_process_enqueue_documents(*args, **kwargs)

@@ -11,7 +11,7 @@
 4. the guidance string (LightRAG 1.5.7's ``addon_params["entity_types_guidance"]``, the format of
    ``PROMPTS["default_entity_types_guidance"]``: an instruction line, then ``- Type: explanation`` lines) is the
    base guidance plus the discovered lines: base types are never dropped;
-5. the state is saved to ``<working_dir>/prism_entity_types.json`` and reloaded by a new instance.
+5. the state is saved to the ``entity_types`` record of the plugin state and reloaded by a new instance.
 
 Without an LLM nothing is asked: the base types stay and the result says ``fallback: "no LLM configured"``.
 """
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import logging
 import os
 import re
@@ -31,11 +30,11 @@ from typing import Any
 from lightrag.prompt import PROMPTS
 
 from ..llm import cached_llm_call, parse_json_answer, total_parser
-from .jsonfile import write_json_atomic
+from ..plugin_state import plugin_state
 
 logger = logging.getLogger(__name__)
 
-STATE_FILE = "prism_entity_types.json"
+STATE_DOCUMENT = "entity_types"
 FOLDER_SUFFIXES = (".txt", ".md")
 WINDOW_TOKENS = 1200
 
@@ -55,12 +54,6 @@ Answer with JSON only: {{"entity_types": [{{"name": "...", "explanation": "..."}
 
 _LINE_RE = re.compile(r"^[ \t]*-[ \t]*([^:\n]+?)[ \t]*:[ \t]*(.*)$", re.M)  # [ \t]: see ensemble._LIST_LINE
 _BAD_CHARS = re.compile(r"[^0-9A-Za-z _-]")
-
-
-def state_dir(rag) -> str:
-    """Where PrismRAG keeps its own state files: the instance's storage directory (working_dir/workspace)."""
-    workspace = getattr(rag, "workspace", "") or ""
-    return os.path.join(rag.working_dir, workspace) if workspace else rag.working_dir
 
 
 def content_hash(text: str) -> str:
@@ -125,20 +118,17 @@ def read_folder(folder: str | os.PathLike) -> list[str]:
     return [p.read_text(encoding="utf-8", errors="replace") for p in files]
 
 
-def load_state(working_dir: str) -> dict[str, Any] | None:
-    path = Path(working_dir) / STATE_FILE
-    if not path.exists():
-        return None
+async def load_state(rag) -> dict[str, Any] | None:
     try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        logger.warning("ignoring unreadable %s", path)
+        state = await plugin_state(rag).document(STATE_DOCUMENT).load(None)
+    except ValueError as exc:  # damaged: the base types apply until the next discovery rewrites it
+        logger.warning("ignoring unreadable entity types (%s)", exc)
         return None
     return state if isinstance(state, dict) and isinstance(state.get("guidance"), str) else None
 
 
-def save_state(working_dir: str, state: dict[str, Any]) -> None:
-    write_json_atomic(Path(working_dir) / STATE_FILE, state)
+async def save_state(rag, state: dict[str, Any]) -> None:
+    await plugin_state(rag).document(STATE_DOCUMENT).save(state)
 
 
 def base_guidance_of(rag, state: dict[str, Any] | None) -> str:
@@ -158,7 +148,7 @@ async def _ask(rag, base: str, excerpt: str, max_new: int) -> list[tuple[str, st
 
 
 async def discover_entity_types(rag, texts: list[str], force_refresh: bool = False) -> dict[str, Any]:
-    state = load_state(state_dir(rag)) or {}
+    state = await load_state(rag) or {}
     base = base_guidance_of(rag, state)
     analysed = set(state.get("analysed", [])) if not force_refresh else set()
     fresh = [t for t in texts if t and t.strip() and content_hash(t) not in analysed]
@@ -185,7 +175,7 @@ async def discover_entity_types(rag, texts: list[str], force_refresh: bool = Fal
         analysed |= {content_hash(t) for t in fresh}
     guidance = build_guidance(base, discovered)
     rag.addon_params["entity_types_guidance"] = guidance
-    save_state(state_dir(rag), {"base_guidance": base, "discovered": discovered, "guidance": guidance,
+    await save_state(rag, {"base_guidance": base, "discovered": discovered, "guidance": guidance,
                                  "analysed": sorted(analysed)})
     result["entity_types"] = list(guidance_types(guidance).values())
     result["guidance"] = guidance

@@ -21,7 +21,6 @@ from typing import Any
 
 from lightrag.constants import GRAPH_FIELD_SEP
 
-from .entity_types import state_dir
 from .rebuild import add_aliases
 
 logger = logging.getLogger(__name__)
@@ -110,7 +109,7 @@ async def _set_weights(rag, weights: list[list]) -> int:
 async def apply_merge(rag, plan: dict[str, Any], *, crash_hook=None) -> dict[str, Any]:
     """Carry out (or finish) a planned merge; safe to call again on the same plan."""
     graph, canonical = rag.chunk_entity_relation_graph, plan["canonical"]
-    add_aliases(state_dir(rag), plan["members"], canonical)  # first: a later delete-by-document rebuild needs it
+    await add_aliases(rag, plan["members"], canonical)  # first: a later delete-by-document rebuild needs it
     sources = [m for m in plan["members"] if m != canonical and await graph.has_node(m)]
     if sources:
         await rag.amerge_entities(source_entities=sources, target_entity=canonical)

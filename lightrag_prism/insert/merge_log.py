@@ -1,6 +1,6 @@
 """Persisted decision log and write-ahead merge journal for agentic entity merging.
 
-One JSON file (``prism_merge_log.json`` in a given directory) holds:
+One JSON document (the ``merge_log`` record of the plugin state, see ``plugin_state.py``) holds:
 
 * **decisions**: one record per entity pair (key = the two names sorted) with the
   decision (``"merge"`` or ``"refuse"``), confidence, proposed canonical name, a hash
@@ -13,32 +13,29 @@ One JSON file (``prism_merge_log.json`` in a given directory) holds:
   them: merging already-merged entities into the same canonical is a no-op for
   the caller to detect).
 
-Every change is written atomically (temp file in the same directory, fsync,
-``os.replace``), so a crash leaves either the old or the new file, never a torn
-one.  One writer per file: instances in several processes would overwrite each
-other's changes.  A file that is not valid JSON raises ``ValueError`` instead of
-being discarded, because discarding it would silently lose pending merges.
+Every change is saved at once as one record (one atomic write: a file replace,
+one SQL transaction or one Redis SET), so a crash leaves either the old or the
+new log, never a torn one.  One merging writer at a time: merges run by several
+processes at once would overwrite each other's log entries.  A log that is not
+valid raises ``ValueError`` instead of being discarded, because discarding it
+would silently lose pending merges.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
-import json
 import logging
-import os
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
-from .jsonfile import write_json_atomic
 from .union_find import Cluster, pair_key
 
 logger = logging.getLogger(__name__)
 
-LOG_FILENAME = "prism_merge_log.json"
+LOG_DOCUMENT = "merge_log"
 DECISIONS = ("merge", "refuse")
 _VERSION = 1
 
@@ -83,25 +80,28 @@ def _cluster_fields(cluster: Cluster | Mapping[str, Any]) -> tuple[str, list[str
 
 
 class MergeLog:
-    """Decision log + merge journal stored in ``directory/filename``."""
+    """Decision log + merge journal kept in one document (``plugin_state.KVDocument`` or ``FileDocument``);
+    open it with ``await MergeLog.open(document)``."""
 
-    def __init__(
-        self, directory: str | os.PathLike[str], filename: str = LOG_FILENAME, clock: Callable[[], float] = time.time
-    ) -> None:
-        self.path = Path(directory) / filename
+    def __init__(self, document, clock: Callable[[], float] = time.time) -> None:
+        self.document = document
         self._clock = clock
-        self._lock = threading.Lock()
+        self._lock = asyncio.Lock()
         self._decisions: dict[tuple[str, str], Decision] = {}
         self._journal: dict[str, JournalEntry] = {}
-        self._load()
+
+    @classmethod
+    async def open(cls, document, clock: Callable[[], float] = time.time) -> "MergeLog":
+        log = cls(document, clock)
+        log._parse(await document.load(None))
+        return log
 
     # ----------------------------------------------------------------- persistence
 
-    def _load(self) -> None:
-        if not self.path.exists():
+    def _parse(self, data: Any) -> None:
+        if data is None:
             return
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
             if data.get("version") != _VERSION:
                 raise ValueError(f"unsupported version {data.get('version')!r}")
             for rec in data.get("decisions", []):
@@ -110,20 +110,18 @@ class MergeLog:
             for rec in data.get("journal", []):
                 self._journal[rec["cluster_id"]] = JournalEntry(**rec)
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            raise ValueError(f"merge log {self.path} is unreadable ({exc}); fix or move it away") from exc
+            raise ValueError(f"merge log {self.document} is unreadable ({exc}); fix or remove it") from exc
 
-    def _save(self) -> None:
-        payload = {
+    async def _save(self) -> None:
+        await self.document.save({
             "version": _VERSION,
             "decisions": [asdict(d) for d in self._decisions.values()],
             "journal": [asdict(e) for e in self._journal.values()],
-        }
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(self.path, payload)
+        })
 
     # ----------------------------------------------------------------- decisions
 
-    def record(
+    async def record(
         self,
         a: str,
         b: str,
@@ -141,9 +139,9 @@ class MergeLog:
         first, second = pair_key(a, b)
         hashes = {a: desc_hash_a, b: desc_hash_b}
         rec = Decision(first, second, decision, float(confidence), canonical, hashes, self._clock())
-        with self._lock:
+        async with self._lock:
             self._decisions[(first, second)] = rec
-            self._save()
+            await self._save()
         return rec
 
     def get(self, a: str, b: str) -> Decision | None:
@@ -162,22 +160,22 @@ class MergeLog:
 
     # ----------------------------------------------------------------- journal
 
-    def begin(self, cluster: Cluster | Mapping[str, Any]) -> JournalEntry:
+    async def begin(self, cluster: Cluster | Mapping[str, Any]) -> JournalEntry:
         """Persist a pending merge *before* the graph is touched; idempotent while pending."""
         cluster_id, members, canonical = _cluster_fields(cluster)
-        with self._lock:
+        async with self._lock:
             current = self._journal.get(cluster_id)
             if current is not None and current.state == "pending":
                 return current
             entry = JournalEntry(cluster_id, members, canonical, "pending", self._clock())
             self._journal.pop(cluster_id, None)  # a re-begun id moves to the end of the order
             self._journal[cluster_id] = entry
-            self._save()
+            await self._save()
         return entry
 
-    def complete(self, cluster_id: str) -> JournalEntry:
+    async def complete(self, cluster_id: str) -> JournalEntry:
         """Mark a merge finished (after its last graph write); no-op if already done."""
-        with self._lock:
+        async with self._lock:
             entry = self._journal.get(cluster_id)
             if entry is None:
                 raise KeyError(f"no journal entry for cluster {cluster_id!r}; call begin() first")
@@ -185,7 +183,7 @@ class MergeLog:
                 return entry
             done = JournalEntry(**{**asdict(entry), "state": "done", "completed_at": self._clock()})
             self._journal[cluster_id] = done
-            self._save()
+            await self._save()
         return done
 
     def pending(self) -> list[JournalEntry]:

@@ -19,24 +19,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
 from ..graph.knn import topk_cosine
+from ..plugin_state import plugin_state
 from ..llm import cached_llm_call, parse_json_answer, total_parser
 from ..vectors import entity_matrix
 from .ann import ivf_topk_cosine
-from .entity_types import state_dir
-from .jsonfile import read_json, write_json_atomic
 from .merge_apply import apply_merge, plan_merge
-from .merge_log import LOG_FILENAME, MergeLog, description_hash
+from .merge_log import LOG_DOCUMENT, MergeLog, description_hash
 from .union_find import merge_clusters
 
 logger = logging.getLogger(__name__)
 
-PLANS_FILE = "prism_merge_plans.json"
+PLANS_DOCUMENT = "merge_plans"
 _DESC_CHARS = 600
 
 MERGE_PROMPT = """You deduplicate entities of a knowledge graph. Decide whether A and B denote the SAME real-world
@@ -135,51 +133,52 @@ async def judge_pair(rag, name_a: str, data_a: dict, name_b: str, data_b: dict) 
 
 
 class PlanStore:
-    """Merge plans by cluster id, saved atomically next to the merge log (needed to roll a merge forward)."""
+    """Merge plans by cluster id, in their own document next to the merge log (needed to roll a merge forward)."""
 
-    def __init__(self, directory: str):
-        self.path = Path(directory) / PLANS_FILE
+    def __init__(self, document):
+        self.document = document
 
-    def load(self) -> dict[str, Any]:
-        return read_json(self.path, {})
+    async def load(self) -> dict[str, Any]:
+        return await self.document.load({})
 
-    def _write(self, plans: dict[str, Any]) -> None:
-        write_json_atomic(self.path, plans)
+    async def put(self, cluster_id: str, plan: dict) -> None:
+        await self.document.save({**await self.load(), cluster_id: plan})
 
-    def put(self, cluster_id: str, plan: dict) -> None:
-        self._write({**self.load(), cluster_id: plan})
-
-    def drop(self, cluster_id: str) -> None:
-        plans = self.load()
+    async def drop(self, cluster_id: str) -> None:
+        plans = await self.load()
         if plans.pop(cluster_id, None) is not None:
-            self._write(plans)
+            await self.document.save(plans)
+
+
+async def open_merge_state(rag) -> tuple[MergeLog, PlanStore]:
+    state = plugin_state(rag)
+    return await MergeLog.open(state.document(LOG_DOCUMENT)), PlanStore(state.document(PLANS_DOCUMENT))
 
 
 async def run_cluster(rag, log: MergeLog, plans: PlanStore, cluster, crash_hook: Callable | None = None) -> dict:
     plan = await plan_merge(rag, list(cluster.members), cluster.canonical)
-    plans.put(cluster.cluster_id, plan)
-    log.begin(cluster)
+    await plans.put(cluster.cluster_id, plan)
+    await log.begin(cluster)
     if crash_hook is not None:
         crash_hook("after_begin")
     outcome = await apply_merge(rag, plan, crash_hook=crash_hook)
-    log.complete(cluster.cluster_id)
-    plans.drop(cluster.cluster_id)
+    await log.complete(cluster.cluster_id)
+    await plans.drop(cluster.cluster_id)
     return outcome
 
 
 async def roll_forward(rag) -> list[dict]:
     """Finish merges journalled but not completed (a crash mid-merge); returns their outcomes."""
-    directory = state_dir(rag)
-    if not (Path(directory) / LOG_FILENAME).exists():
+    log, plans = await open_merge_state(rag)
+    if not log.pending():
         return []
-    log, plans = MergeLog(directory), PlanStore(directory)
-    stored, outcomes = plans.load(), []
+    stored, outcomes = await plans.load(), []
     for entry in log.pending():
         plan = stored.get(entry.cluster_id) or await plan_merge(rag, entry.members, entry.canonical)
         logger.warning("rolling forward interrupted merge of %s into %r", entry.members, entry.canonical)
         outcomes.append(await apply_merge(rag, plan))
-        log.complete(entry.cluster_id)
-        plans.drop(entry.cluster_id)
+        await log.complete(entry.cluster_id)
+        await plans.drop(entry.cluster_id)
     return outcomes
 
 
@@ -196,7 +195,7 @@ async def _judge_all(rag, log: MergeLog, snapshot, pairs, min_confidence: float,
             continue
         ok = decision["merge"] and decision["confidence"] >= min_confidence
         canonical = decision["canonical_name"] if decision["canonical_name"] in (names[i], names[j]) else None
-        log.record(names[i], names[j], "merge" if ok else "refuse", decision["confidence"], canonical,
+        await log.record(names[i], names[j], "merge" if ok else "refuse", decision["confidence"], canonical,
                    hashes[i], hashes[j])
         if ok:
             accepted.append((names[i], names[j], decision["confidence"], canonical))
@@ -222,7 +221,7 @@ async def agentic_merge(rag, entities: list[str] | None, threshold: float, *, cr
     vectors = await entity_matrix(rag, snapshot)
     pairs = candidate_pairs(vectors, rows, rag.agentic_merging_top_k, threshold)
     report["candidates"] = len(pairs)
-    log, plans = MergeLog(state_dir(rag)), PlanStore(state_dir(rag))
+    log, plans = await open_merge_state(rag)
     accepted = await _judge_all(rag, log, snapshot, pairs, rag.agentic_merging_min_confidence, report)
     involved = {name for pair in accepted for name in pair[:2]}
     counts = {n: len(snapshot.chunks_of_entity(snapshot.node_index[n])) for n in involved}

@@ -11,36 +11,34 @@ post-processing, so without this module a rebuild would
 
 :func:`rebuild_hook` (installed around ``_rebuild_from_extraction_result`` by ``patches/insert_hooks.py``)
 re-applies the chunk's timestamp and renames entities through the alias map that every merge records
-(``prism_entity_aliases.json``: merged-away name → canonical name, chains resolved). Inside
+(the ``aliases`` record of the plugin state: merged-away name → canonical name, chains resolved). Inside
 :func:`aliases_read_once` (``PrismRAG.adelete_by_doc_id`` enters it) the file is read once for all rebuilt chunks.
 """
 
 from __future__ import annotations
 
-import os
 from contextlib import contextmanager
 from contextvars import ContextVar
-from pathlib import Path
 from typing import Iterator
 
 from .. import patches
-from .jsonfile import read_json, write_json_atomic
+from ..plugin_state import plugin_state, state_of_chunk_store
 from .pipeline import TIMESTAMP_FIELD
 from .timestamps import prefix_description
 
-ALIAS_FILE = "prism_entity_aliases.json"
+ALIAS_DOCUMENT = "aliases"
 
-# Storage directory → its alias map, for the operation (one delete) that entered aliases_read_once().
-_read_aliases: ContextVar[dict[str, dict[str, str]] | None] = ContextVar("prism_read_aliases", default=None)
+# id(plugin state) → its alias map, for the operation (one delete) that entered aliases_read_once().
+_read_aliases: ContextVar[dict[int, dict[str, str]] | None] = ContextVar("prism_read_aliases", default=None)
 
 
-def load_aliases(directory: str) -> dict[str, str]:
-    return read_json(Path(directory) / ALIAS_FILE, {})
+async def load_aliases(state) -> dict[str, str]:
+    return await state.document(ALIAS_DOCUMENT).load({})
 
 
 @contextmanager
 def aliases_read_once() -> Iterator[None]:
-    """Within this block each storage directory's alias file is read at most once (by the first rebuilt chunk)."""
+    """Within this block each instance's alias map is read at most once (by the first rebuilt chunk)."""
     token = _read_aliases.set({})
     try:
         yield
@@ -48,13 +46,16 @@ def aliases_read_once() -> Iterator[None]:
         _read_aliases.reset(token)
 
 
-def _aliases_for(directory: str) -> dict[str, str]:
+async def _aliases_for(text_chunks) -> dict[str, str]:
+    state = state_of_chunk_store(text_chunks)
+    if state is None or not state.ready:  # not a PrismRAG's storage, or one already finalized
+        return {}
     read = _read_aliases.get()
     if read is None:  # a rebuild outside a delete (e.g. LightRAG's custom-KG rollback): read it now
-        return load_aliases(directory)
-    if directory not in read:
-        read[directory] = load_aliases(directory)
-    return read[directory]
+        return await load_aliases(state)
+    if id(state) not in read:
+        read[id(state)] = await load_aliases(state)
+    return read[id(state)]
 
 
 def resolve(aliases: dict[str, str], name: str) -> str:
@@ -65,19 +66,15 @@ def resolve(aliases: dict[str, str], name: str) -> str:
     return name
 
 
-def add_aliases(directory: str, members: list[str], canonical: str) -> None:
-    """Record ``member → canonical`` for every other member (idempotent; atomic write)."""
-    aliases = load_aliases(directory)
-    aliases.pop(canonical, None)  # a name that becomes canonical again is no longer an alias
-    aliases.update({m: canonical for m in members if m != canonical})
-    aliases = {a: resolve(aliases, t) for a, t in aliases.items()}
-    write_json_atomic(Path(directory) / ALIAS_FILE, aliases)
+async def add_aliases(rag, members: list[str], canonical: str) -> None:
+    """Record ``member → canonical`` for every other member (idempotent; one atomic record write)."""
 
+    def change(aliases: dict[str, str]) -> dict[str, str]:
+        aliases.pop(canonical, None)  # a name that becomes canonical again is no longer an alias
+        aliases.update({m: canonical for m in members if m != canonical})
+        return {a: resolve(aliases, t) for a, t in aliases.items()}
 
-def _storage_dir(storage) -> str:
-    working_dir = storage.global_config["working_dir"]
-    workspace = getattr(storage, "workspace", "") or ""
-    return os.path.join(working_dir, workspace) if workspace else working_dir
+    await plugin_state(rag).update(ALIAS_DOCUMENT, change, {})
 
 
 def _rename_nodes(nodes: dict, aliases: dict[str, str], timestamp: str | None) -> dict:
@@ -109,7 +106,7 @@ def _rename_edges(edges: dict, aliases: dict[str, str], timestamp: str | None) -
 
 async def rebuild_hook(storage, chunk_id: str, chunk_data: dict, nodes: dict, edges: dict) -> tuple[dict, dict]:
     timestamp = chunk_data.get(TIMESTAMP_FIELD)
-    aliases = _aliases_for(_storage_dir(storage))
+    aliases = await _aliases_for(storage)
     if not timestamp and not aliases:
         return nodes, edges
     return _rename_nodes(nodes, aliases, timestamp), _rename_edges(edges, aliases, timestamp)

@@ -9,7 +9,7 @@
   ``"a, b"``), or, when a relation has no keywords, the first segment of its ``description``. Keywords are what
   reads like a triple's predicate; an imported OpenIE graph stores the OpenIE predicate there.
 * the embedded text is ``"subject predicate object"``; its md5 is the fact id in the persistent fact index
-  (``hipporag_facts.npz`` + ``hipporag_facts.json`` in the working dir). On the first query after an insert or
+  (kept in the ``prism_vectors`` KV namespace, see ``plugin_state.py``). On the first query after an insert or
   delete only facts not yet indexed are embedded and removed ones are dropped (:class:`EmbeddingIndex.sync`).
 
 Query-time scoring is one mat-vec: ``facts @ q``, min-max normalised over all facts (HippoRAG's

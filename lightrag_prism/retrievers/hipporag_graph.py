@@ -34,7 +34,7 @@ from ..graph import knn
 from ..graph.ppr import Transition, transition_matrix
 from ..snapshot import GraphSnapshot
 from ..vectors import vectors_by_id
-from .hipporag_index import EmbeddingIndex, storage_dir
+from .hipporag_index import EmbeddingIndex
 from .prism_rank import PassageGraph, build_passage_graph
 
 logger = logging.getLogger(__name__)
@@ -94,6 +94,9 @@ class SynonymState:
             self.pairs[(a, b) if a < b else (b, a)] = float(w)
 
 
+NAME_INDEX, FACT_INDEX = "hipporag_entity_names", "hipporag_facts"  # their names in the vector store
+
+
 @dataclass
 class HippoState:
     """Per-instance state of the hipporag mode: persistent indexes and the synonym pairs."""
@@ -107,8 +110,9 @@ class HippoState:
 def hippo_state(rag) -> HippoState:
     state = rag.__dict__.get("_prism_hipporag_state")
     if state is None:
-        folder = storage_dir(rag)
-        state = HippoState(EmbeddingIndex(folder, "hipporag_entity_names"), EmbeddingIndex(folder, "hipporag_facts"))
+        owner = rag.__dict__.get("_prism_state")  # None: a duck-typed instance (tests, tools) keeps them in memory
+        vectors = owner.vectors if owner is not None else None
+        state = HippoState(EmbeddingIndex(NAME_INDEX, vectors), EmbeddingIndex(FACT_INDEX, vectors))
         rag.__dict__["_prism_hipporag_state"] = state
     return state
 

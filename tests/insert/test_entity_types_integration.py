@@ -7,7 +7,8 @@ import json
 import pytest
 from lightrag.prompt import PROMPTS
 
-from lightrag_prism.insert.entity_types import STATE_FILE, guidance_types
+from lightrag_prism.insert.entity_types import STATE_DOCUMENT, guidance_types
+from lightrag_prism.plugin_state import plugin_state
 from tests.insert._rag import FreshLoop, make_offline_rag, make_rag, reopen, user_prompts
 
 TYPE_MARKER = "You are designing the entity types"
@@ -34,7 +35,9 @@ async def test_discovered_types_extend_base_types_and_reach_extraction(scripted_
     names = {n.lower() for n in result["entity_types"]}
     assert _base_names() <= names and "financialmetric" in names
     assert rag.addon_params["entity_types_guidance"].count("- Person:") == 1
-    assert (tmp_path / rag.workspace / STATE_FILE).exists()
+    stored = await plugin_state(rag).document(STATE_DOCUMENT).load(None)
+    assert "FinancialMetric" in stored["guidance"]
+    assert "FinancialMetric" in (tmp_path / rag.workspace / "kv_store_prism_state.json").read_text()  # flushed
     await rag.ainsert("Tim Cook discussed EPS at Apple.")
     extraction = user_prompts(scripted_server, "---Input Text---")
     assert extraction and "- FinancialMetric: A reported financial measure" in extraction[-1]

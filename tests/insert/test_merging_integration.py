@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from lightrag_prism.insert.merge_log import MergeLog
-from lightrag_prism.insert.merging import PLANS_FILE
+from lightrag_prism.insert.merging import PLANS_DOCUMENT, open_merge_state
+from lightrag_prism.plugin_state import plugin_state
 from tests.insert._rag import (
     FreshLoop, assert_graph_consistent, make_offline_rag, make_rag, node_descriptions, reopen, user_prompts)
 
@@ -52,9 +52,10 @@ async def test_new_duplicate_is_merged_and_relations_kept(scripted_server, tmp_p
     assert "Acme Corp builds" in desc and "Acme Corporation builds" in desc
     for row in await rag.full_entities.get_by_ids(["d1", "d2"]):
         assert "Acme Corp" not in row["entity_names"] and "Acme Corporation" in row["entity_names"]
-    log = MergeLog(tmp_path / rag.workspace)
+    log, plans = await open_merge_state(rag)
     assert log.get("Acme Corp", "Acme Corporation").decision == "merge"
-    assert log.pending() == [] and not (tmp_path / rag.workspace / PLANS_FILE).read_text().strip("{} ")
+    assert log.pending() == [] and await plans.load() == {}
+    assert await plugin_state(rag).document(PLANS_DOCUMENT).load(None) == {}  # written, then emptied
     await rag.finalize_storages()
 
 
@@ -132,7 +133,7 @@ async def test_delete_by_document_after_merge(scripted_server, tmp_path, deleted
 
 
 @pytest.mark.asyncio
-async def test_delete_reads_the_alias_file_once_for_all_rebuilt_chunks(scripted_server, tmp_path, monkeypatch):
+async def test_delete_reads_the_aliases_once_for_all_rebuilt_chunks(scripted_server, tmp_path, monkeypatch):
     from lightrag_prism.insert import rebuild
 
     scripted_server.script(JUDGE_MARKER, judge(ACME))
@@ -142,7 +143,7 @@ async def test_delete_reads_the_alias_file_once_for_all_rebuilt_chunks(scripted_
         await rag.ainsert(doc, ids=[doc_id], agentic_merging=True, agentic_merging_threshold=0.5)
     reads, hooked = [], []
     load, hook = rebuild.load_aliases, rebuild.rebuild_hook
-    monkeypatch.setattr(rebuild, "load_aliases", lambda directory: reads.append(directory) or load(directory))
+    monkeypatch.setattr(rebuild, "load_aliases", lambda state: reads.append(state) or load(state))
 
     async def counting_hook(storage, chunk_id, *args):
         hooked.append(chunk_id)
@@ -150,7 +151,7 @@ async def test_delete_reads_the_alias_file_once_for_all_rebuilt_chunks(scripted_
 
     monkeypatch.setattr(rebuild.patches.insert_hooks, "_rebuild_hook", [counting_hook])
     await rag.adelete_by_doc_id("d1")
-    assert len(set(hooked)) == 2 and len(reads) == 1  # two remaining chunks rebuilt, one read of the file
+    assert len(set(hooked)) == 2 and len(reads) == 1  # two remaining chunks rebuilt, one read of the aliases
     assert set(await rag.chunk_entity_relation_graph.get_all_labels()) == {"Acme Corporation", "Bob Stone", "Texas"}
     await assert_graph_consistent(rag)
     await rag.finalize_storages()
@@ -167,11 +168,11 @@ async def test_crash_mid_merge_is_rolled_forward_by_a_new_instance(scripted_serv
     from lightrag_prism.insert.merging import agentic_merge
     with pytest.raises(RuntimeError, match="simulated crash"):
         await agentic_merge(rag, ["Acme Corp"], 0.5, crash_hook=crash)
-    assert len(MergeLog(tmp_path / rag.workspace).pending()) == 1
+    assert len((await open_merge_state(rag))[0].pending()) == 1
     row = await rag.full_entities.get_by_id("d1")
     assert "Acme Corp" in row["entity_names"]  # the crash left the per-document rows stale
     again = await reopen(rag, scripted_server)  # initialize_storages rolls the merge forward
-    assert MergeLog(tmp_path / rag.workspace).pending() == []
+    assert (await open_merge_state(again))[0].pending() == []
     assert "Acme Corp" not in (await again.full_entities.get_by_id("d1"))["entity_names"]
     assert (await again.chunk_entity_relation_graph.get_edge("Acme Corporation", "Texas"))["weight"] == 6.0
     await assert_graph_consistent(again)

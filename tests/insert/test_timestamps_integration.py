@@ -110,8 +110,7 @@ async def test_a_document_processed_by_a_new_instance_keeps_its_timestamp(script
     from tests.insert._rag import reopen
 
     rag = await make_rag(scripted_server, tmp_path)
-    rag._prism_insert_hooks.timestamps[content_key(DOC_Q3)] = "2024-Q3"  # what ainsert records first
-    save_doc_timestamps(rag)
+    await save_doc_timestamps(rag, {content_key(DOC_Q3): "2024-Q3"})  # what ainsert records first
     await rag.apipeline_enqueue_documents([DOC_Q3], ids=["doc-q3"])  # "crash" before processing
     again = await reopen(rag, scripted_server)
     await again.apipeline_process_enqueue_documents()

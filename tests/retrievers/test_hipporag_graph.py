@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import uuid
+
 import numpy as np
 import pytest
 
+from lightrag_prism import PrismRAG
 from lightrag_prism.graph import knn
+from lightrag_prism.plugin_state import plugin_state
 from lightrag_prism.retrievers.hipporag_facts import fact_view, orient, predicate_of, snapshot_facts
 from lightrag_prism.retrievers.hipporag_graph import hippo_state, hipporag_graph, synonym_eligible
 from lightrag_prism.retrievers.hipporag_index import EmbeddingIndex
+from tests.helpers import offline_tokenizer
 from tests.retrievers._hippo import HashEmbedder, fake_rag, snapshot_of
+from tests.retrievers._kg import hash_embedding_func
 from tests.scripted_server import hashed_bow
 
 ENTITIES = {"Thomas C. Südhof": ["c1"], "Thomas Südhof": ["c2"], "東京": ["c1", "c3"], "Stanford": ["c2"],
@@ -93,33 +99,51 @@ def test_synonym_eligibility_is_unicode_aware():
     assert not synonym_eligible("x") and not synonym_eligible("a.b") and not synonym_eligible("東")
 
 
+async def _vector_store(working_dir):
+    """The vector namespace of a real instance (JSON KV storage in ``working_dir``)."""
+    # LightRAG's JSON storages share data per workspace across a process: one workspace per test
+    rag = PrismRAG(working_dir=str(working_dir), workspace=f"v_{uuid.uuid4().hex[:10]}", embedding_func=hash_embedding_func(),
+                   tokenizer=offline_tokenizer())
+    await rag.initialize_storages()
+    return rag, plugin_state(rag).vectors
+
+
 @pytest.mark.asyncio
 async def test_embedding_index_persists_and_embeds_only_new(tmp_path):
     embed = HashEmbedder()
-    index = EmbeddingIndex(str(tmp_path), "idx")
-    first = await index.sync(["a", "b"], ["alpha", "beta"], embed)
-    assert embed.texts == ["alpha", "beta"]
-    reloaded = EmbeddingIndex(str(tmp_path), "idx")
-    again = await reloaded.sync(["b", "a"], ["beta", "alpha"], embed)
-    assert embed.texts == ["alpha", "beta"]  # nothing re-embedded after a restart
-    np.testing.assert_allclose(again, first[::-1])
-    await reloaded.sync(["b", "c"], ["beta", "gamma"], embed)
-    assert embed.texts[-1:] == ["gamma"] and len(embed.texts) == 3
-    assert EmbeddingIndex(str(tmp_path), "idx").ids == ["b", "c"]  # "a" dropped on disk too
+    rag, store = await _vector_store(tmp_path)
+    try:
+        index = EmbeddingIndex("idx", store)
+        first = await index.sync(["a", "b"], ["alpha", "beta"], embed)
+        assert embed.texts == ["alpha", "beta"]
+        reloaded = EmbeddingIndex("idx", store)  # a second instance, or the same one restarted
+        again = await reloaded.sync(["b", "a"], ["beta", "alpha"], embed)
+        assert embed.texts == ["alpha", "beta"] and reloaded.loaded_total == 2  # nothing re-embedded
+        np.testing.assert_array_equal(again, first[::-1])  # exact float32 round trip
+        await reloaded.sync(["b", "c"], ["beta", "gamma"], embed)
+        assert embed.texts[-1:] == ["gamma"] and len(embed.texts) == 3
+        assert sorted(await store.get("idx", ["a", "b", "c"])) == ["b", "c"]  # "a" dropped from the store too
+        assert await store.get("other", ["b"]) == {}  # indexes do not share vectors
+    finally:
+        await rag.finalize_storages()
 
 
 @pytest.mark.asyncio
 async def test_staged_vectors_replace_embedding_and_are_then_forgotten(tmp_path):
     embed = HashEmbedder()
-    index = EmbeddingIndex(str(tmp_path), "idx")
-    staged = np.asarray(await HashEmbedder()(["alpha", "unused"]))
-    index.stage(["a", "u"], staged * 3.0)  # staged rows are normalised
-    assert index.has("a") and not index.has("b")
-    rows = await index.sync(["a", "b"], ["alpha", "beta"], embed)
-    assert embed.texts == ["beta"]  # "a" came from the stage
-    np.testing.assert_allclose(rows[0], staged[0], atol=1e-6)
-    assert not index.has("u")  # a staged id the sync did not want is dropped
-    assert EmbeddingIndex(str(tmp_path), "idx").ids == ["a", "b"]
+    rag, store = await _vector_store(tmp_path)
+    try:
+        index = EmbeddingIndex("idx", store)
+        staged = np.asarray(await HashEmbedder()(["alpha", "unused"]))
+        index.stage(["a", "u"], staged * 3.0)  # staged rows are normalised
+        assert index.has("a") and not index.has("b")
+        rows = await index.sync(["a", "b"], ["alpha", "beta"], embed)
+        assert embed.texts == ["beta"]  # "a" came from the stage
+        np.testing.assert_allclose(rows[0], staged[0], atol=1e-6)
+        assert not index.has("u")  # a staged id the sync did not want is dropped
+        assert sorted(await store.get("idx", ["a", "b", "u"])) == ["a", "b"]
+    finally:
+        await rag.finalize_storages()
 
 
 @pytest.mark.asyncio

@@ -34,21 +34,21 @@ def test_everything_else_goes_to_lightrag(parse):
         assert parse(query)[1] == "stock", query
 
 
-def test_pending_timestamps_are_claimed_once(monkeypatch):
-    class Hooks:
-        timestamps = {}
-
-    class Rag:
-        _prism_insert_hooks = Hooks()
-
+@pytest.mark.asyncio
+async def test_pending_timestamps_are_claimed_once(monkeypatch):
+    rag = object()
     pending = PendingTimestamps()
     pending.add("text one", "2024-03-01")
     pending.add("text two", None)
     with pytest.raises(ValueError, match="timestamp"):
         pending.add("text three", "bad]stamp")
     saved = []
-    monkeypatch.setattr("lightrag_prism.insert.api.save_doc_timestamps", saved.append)
-    pending.claim(Rag(), ["text one", "text two"])
-    pending.claim(Rag(), ["text one"])
-    assert Hooks.timestamps == {content_key("text one"): "2024-03-01"}
-    assert len(saved) == 1 and pending.by_content == {}
+
+    async def save(rag, stamps):
+        saved.append((rag, stamps))
+
+    monkeypatch.setattr("lightrag_prism.insert.api.save_doc_timestamps", save)
+    await pending.claim(rag, ["text one", "text two"])
+    await pending.claim(rag, ["text one"])
+    assert saved == [(rag, {content_key("text one"): "2024-03-01"})]
+    assert pending.by_content == {}

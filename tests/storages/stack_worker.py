@@ -2,6 +2,7 @@
 
     python -m tests.storages.stack_worker insert STACK WORKING_DIR WORKSPACE   # inserts, then kills itself (-9)
     python -m tests.storages.stack_worker query STACK WORKING_DIR WORKSPACE    # prints JSON: work and times
+    python -m tests.storages.stack_worker state STACK WORKING_DIR WORKSPACE    # prints JSON: the plugin state seen
 
 The servers come from the environment (``REDIS_URI``, ``POSTGRES_*``). ``query`` reports, per mode, the texts the
 first and a warm query sent to the embedder, the graph snapshots they built, and their times.
@@ -28,10 +29,36 @@ def corpus() -> tuple[list[str], list[str]]:
     return [p.content for p in passages], [f"p{i:03d}" for i in range(N_PASSAGES)]
 
 
+async def plugin_state_report(rag, embedder: CountingEmbedder) -> dict:
+    """What a second replica sees of the plugin state another one wrote, and what its first hipporag query costs."""
+    from lightrag_prism.insert.api import TIMESTAMPS_DOCUMENT
+    from lightrag_prism.insert.merging import open_merge_state
+    from lightrag_prism.insert.rebuild import load_aliases
+    from lightrag_prism.plugin_state import plugin_state
+    from lightrag_prism.retrievers.hipporag_graph import hippo_state
+
+    log, _ = await open_merge_state(rag)
+    state = plugin_state(rag)
+    before = embedder.texts
+    result = await rag.aquery_data("Where does Acme Corporation build rockets?", PrismQueryParam(mode="hipporag"))
+    return {"guidance": rag.addon_params.get("entity_types_guidance", ""),
+            "decisions": [(d.a, d.b, d.decision) for d in log.decisions()],
+            "aliases": await load_aliases(state),
+            "timestamps": await state.document(TIMESTAMPS_DOCUMENT).load({}),
+            "chunks": [c["chunk_id"] for c in result["data"]["chunks"]],
+            "first_query_embedded": embedder.texts - before,
+            "vectors_loaded": hippo_state(rag).fact_index.loaded_total + hippo_state(rag).name_index.loaded_total}
+
+
 async def main(action: str, stack: str, working_dir: str, workspace: str) -> None:
     embedder = CountingEmbedder()
     rag = PrismRAG(working_dir=working_dir, workspace=workspace, embedding_func=embedder.func(), **STACKS[stack])
     await rag.initialize_storages()
+    if action == "state":
+        report = await plugin_state_report(rag, embedder)
+        await rag.finalize_storages()
+        print(json.dumps(report), flush=True)
+        return
     if action == "insert":
         texts, ids = corpus()
         await rag.ainsert(texts, ids=ids)

@@ -1,0 +1,199 @@
+"""The plugin's own persisted state, kept in LightRAG KV storages of the instance's configured backend.
+
+Two namespaces, both honouring ``workspace``:
+
+* ``prism_state``: small JSON documents (the merge log and journal, merge plans, entity aliases, document
+  timestamps, discovered entity types), one record each, read fresh on every use so that two instances on the
+  same storages see the same state;
+* ``prism_vectors``: the hipporag/prism name and fact embeddings, one record per vector (float32, base64), a
+  cache keyed by index and id: an instance embeds only what neither its memory nor the store holds.
+
+Why KV and not a vector store: the modes need the whole matrix in memory for one dense product, and exact
+vectors back (identical rankings on every backend); LightRAG's vector stores embed content themselves and, on
+PostgreSQL, exist only for LightRAG's three namespaces.
+
+Records have the LLM-cache shape (``return``, ``original_prompt``, ``cache_type``) because ``PGKVStorage`` only
+knows LightRAG's own namespaces: on PostgreSQL the plugin's records go in the LLM-cache table under the workspace
+``<workspace>_prism``, so clearing LightRAG's LLM cache leaves them alone. Every save is one upsert followed by
+the storage's flush (JSON: an atomic file replace; PostgreSQL: one transaction; Redis: one SET).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+import logging
+from typing import Any, Callable
+
+import numpy as np
+
+from .insert.jsonfile import read_json, write_json_atomic
+
+logger = logging.getLogger(__name__)
+
+STATE_NAMESPACE, VECTOR_NAMESPACE = "prism_state", "prism_vectors"
+PG_KV_CLASS, PG_NAMESPACE, PG_WORKSPACE_SUFFIX = "PGKVStorage", "llm_response_cache", "_prism"
+READ_BATCH = 1000  # ids per get_by_ids call (one SQL query / one Redis pipeline)
+
+
+def _record(key: str, text: str, kind: str) -> dict[str, Any]:
+    return {"return": text, "original_prompt": key, "cache_type": kind}
+
+
+class FileDocument:
+    """A JSON document in a file (atomic writes): the plugin's storage before it moved to LightRAG KV storages,
+    still used by tests and tools that work on a folder."""
+
+    def __init__(self, path) -> None:
+        self.path = path
+
+    async def load(self, default: Any) -> Any:
+        return read_json(self.path, default)
+
+    async def save(self, value: Any) -> None:
+        write_json_atomic(self.path, value)
+
+
+class KVDocument:
+    """A JSON document stored as one record of a LightRAG KV storage."""
+
+    def __init__(self, store, key: str) -> None:
+        self.store, self.key = store, key
+
+    async def load(self, default: Any) -> Any:
+        record = await self.store.get_by_id(self.key)
+        if not record or not isinstance(record.get("return"), str):
+            return default
+        try:
+            return json.loads(record["return"])
+        except json.JSONDecodeError as exc:  # a damaged record must not be mistaken for an empty one
+            raise ValueError(f"plugin state record {self.key!r} is not valid JSON ({exc})") from exc
+
+    async def save(self, value: Any) -> None:
+        text = json.dumps(value, ensure_ascii=False)
+        await self.store.upsert({self.key: _record(self.key, text, "prism_state")})
+        await self.store.index_done_callback()
+
+
+def encode_vector(vector: np.ndarray) -> str:
+    return base64.b64encode(np.ascontiguousarray(vector, dtype=np.float32).tobytes()).decode("ascii")
+
+
+def decode_vector(text: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(text), dtype=np.float32)
+
+
+def vector_key(index: str, vid: str) -> str:
+    # Hashed: ids are entity names and fact keys of any length; PostgreSQL's id column holds 255 characters.
+    return f"{index}:{hashlib.sha256(vid.encode('utf-8')).hexdigest()[:40]}"
+
+
+class VectorCache:
+    """Vectors by (index, id) in a LightRAG KV storage."""
+
+    def __init__(self, store) -> None:
+        self.store = store
+
+    async def get(self, index: str, ids: list[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        for start in range(0, len(ids), READ_BATCH):
+            batch = ids[start:start + READ_BATCH]
+            records = await self.store.get_by_ids([vector_key(index, v) for v in batch])
+            for vid, record in zip(batch, records):
+                # original_prompt holds the id: a (vanishingly unlikely) hash collision is a miss, not a wrong vector
+                if record and record.get("original_prompt") == vid and isinstance(record.get("return"), str):
+                    found[vid] = decode_vector(record["return"])
+        return found
+
+    async def put(self, index: str, vectors: dict[str, np.ndarray]) -> None:
+        if not vectors:
+            return
+        await self.store.upsert({vector_key(index, vid): _record(vid, encode_vector(vec), "prism_vector")
+                                 for vid, vec in vectors.items()})
+        await self.store.index_done_callback()
+
+    async def delete(self, index: str, ids: list[str]) -> None:
+        if ids:
+            await self.store.delete([vector_key(index, vid) for vid in ids])
+            await self.store.index_done_callback()
+
+
+class PluginState:
+    """The instance's two plugin namespaces; created in ``__post_init__``, opened by ``initialize_storages``."""
+
+    def __init__(self, rag) -> None:
+        self.on_postgres = rag.kv_storage == PG_KV_CLASS
+        self.documents_store = self._storage(rag, STATE_NAMESPACE)
+        self.vectors_store = self.documents_store if self.on_postgres else self._storage(rag, VECTOR_NAMESPACE)
+        self._vectors = VectorCache(self.vectors_store)
+        self.ready = False
+        self._lock, self._write_lock = asyncio.Lock(), asyncio.Lock()
+
+    def _storage(self, rag, namespace: str):
+        return rag.key_string_value_json_storage_cls(
+            namespace=PG_NAMESPACE if self.on_postgres else namespace, workspace=rag.workspace,
+            embedding_func=rag.embedding_func)
+
+    async def initialize(self) -> None:
+        async with self._lock:
+            if self.ready:
+                return
+            for store in {id(s): s for s in (self.documents_store, self.vectors_store)}.values():
+                await store.initialize()
+            if self.on_postgres and not self.documents_store.workspace.endswith(PG_WORKSPACE_SUFFIX):
+                # After initialize: PGKVStorage settles its workspace there (PG_WORKSPACE, then ours, then "default").
+                self.documents_store.workspace += PG_WORKSPACE_SUFFIX
+            self.ready = True
+
+    async def finalize(self) -> None:
+        async with self._lock:
+            if self.ready:
+                for store in {id(s): s for s in (self.documents_store, self.vectors_store)}.values():
+                    await store.finalize()
+                self.ready = False
+
+    def _check_ready(self) -> None:
+        if not self.ready:
+            raise RuntimeError("the plugin's state is not open: call `await rag.initialize_storages()` first")
+
+    def document(self, name: str) -> KVDocument:
+        self._check_ready()
+        return KVDocument(self.documents_store, name)
+
+    async def update(self, name: str, change: Callable[[Any], Any], default: Any) -> Any:
+        """Read, change and save one document, one writer at a time in this process; returns the new value."""
+        async with self._write_lock:
+            document = self.document(name)
+            value = change(await document.load(default))
+            await document.save(value)
+            return value
+
+    @property
+    def vectors(self) -> VectorCache:
+        self._check_ready()
+        return self._vectors
+
+
+_BY_CHUNK_STORE: dict[int, PluginState] = {}  # id(rag.text_chunks) -> its instance's state (for LightRAG's hooks)
+
+
+def register(rag, state: PluginState) -> None:
+    _BY_CHUNK_STORE[id(rag.text_chunks)] = state
+
+
+def unregister(rag) -> None:
+    _BY_CHUNK_STORE.pop(id(rag.text_chunks), None)
+
+
+def state_of_chunk_store(text_chunks) -> PluginState | None:
+    """The plugin state of the instance that owns ``text_chunks`` (LightRAG's rebuild hook only passes that)."""
+    return _BY_CHUNK_STORE.get(id(text_chunks))
+
+
+def plugin_state(rag) -> PluginState:
+    state = rag.__dict__.get("_prism_state")
+    if state is None:
+        raise RuntimeError("this LightRAG instance has no plugin state (not a lightrag_prism.LightRAG)")
+    return state

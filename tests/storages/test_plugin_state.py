@@ -1,0 +1,134 @@
+"""The plugin's own state (merge log, plans, aliases, timestamps, entity types, name and fact vectors) lives in
+LightRAG storages of the configured backend: written by one instance, seen by a second replica that shares only the
+servers (its own working dir, holding a copy of the NetworkX graph and nothing else); legacy working-dir files are
+moved into the storages on first start."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lightrag_prism import PrismRAG
+from lightrag_prism.insert.merging import open_merge_state
+from lightrag_prism.insert.pipeline import content_key
+from lightrag_prism.insert.rebuild import load_aliases
+from lightrag_prism.insert.state_migration import LEGACY_DOCUMENTS
+from lightrag_prism.plugin_state import plugin_state
+from lightrag_prism.retrievers.hipporag_graph import FACT_INDEX, hippo_state
+from tests.helpers import hash_embedding_func, lightrag_kwargs
+from tests.insert.test_entity_types_integration import ANSWER, DOCS, TYPE_MARKER
+from tests.insert.test_merging_integration import ACME, D1, D2, JUDGE_MARKER, judge
+from tests.storages.servers import STACKS
+from tests.storages.test_server_backed import run_worker, servers  # noqa: F401  (the module's server fixture)
+
+pytestmark = pytest.mark.asyncio
+STATE_FILES = ("prism_", "hipporag_")  # what earlier versions wrote in the working dir
+
+
+def _stack_kwargs(stack: str | None) -> dict:
+    return STACKS[stack] if stack else {}
+
+
+async def _writer(server, working_dir: Path, workspace: str, stack: str | None) -> PrismRAG:
+    rag = PrismRAG(**lightrag_kwargs(server, working_dir, workspace=workspace, embedding_func=hash_embedding_func(),
+                                     **_stack_kwargs(stack)))
+    await rag.initialize_storages()
+    return rag
+
+
+async def _write_every_kind_of_state(rag: PrismRAG, server) -> None:
+    server.script(TYPE_MARKER, json.dumps(ANSWER))
+    server.script(JUDGE_MARKER, judge(ACME))
+    await rag.aentity_type_aug(texts=DOCS)
+    await rag.ainsert(D1, ids=["d1"], timestamps=["2001-05-01"])
+    await rag.ainsert(D2, ids=["d2"], agentic_merging=True, agentic_merging_threshold=0.5)
+
+
+@pytest.mark.parametrize("stack", list(STACKS))
+async def test_a_second_replica_sees_the_state_through_the_servers(servers, scripted_server, stack,  # noqa: F811
+                                                                  tmp_path):
+    workspace = f"s{uuid.uuid4().hex[:8]}"
+    rag = await _writer(scripted_server, tmp_path / "a", workspace, stack)
+    try:
+        await _write_every_kind_of_state(rag, scripted_server)
+        assert rag.last_merge_report["clusters"], rag.last_merge_report
+        files = [p.name for p in (tmp_path / "a").rglob("*") if p.name.startswith(STATE_FILES)]
+        assert files == []  # nothing of the plugin's in the working dir
+        if stack == "postgres":  # in LightRAG's cache table, under its own workspace: clearing the cache keeps it
+            await rag.aclear_cache()
+            assert await load_aliases(plugin_state(rag)) == {"Acme Corp": "Acme Corporation"}
+    finally:
+        await rag.finalize_storages()
+    replica = tmp_path / "b" / workspace
+    replica.mkdir(parents=True)  # the graph is the one storage that stays a file here (no graph server)
+    shutil.copy(tmp_path / "a" / workspace / "graph_chunk_entity_relation.graphml", replica)
+    done = run_worker("state", stack, tmp_path / "b", workspace)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "- FinancialMetric:" in seen["guidance"]
+    assert ["Acme Corp", "Acme Corporation", "merge"] in seen["decisions"]
+    assert seen["aliases"] == {"Acme Corp": "Acme Corporation"}
+    assert seen["timestamps"] == {content_key(D1): "2001-05-01"}
+    assert seen["chunks"] and seen["vectors_loaded"] > 0
+    assert seen["first_query_embedded"] == 1  # the question: every name and fact vector came from the store
+
+
+async def _write_legacy_files(folder: Path) -> dict:
+    folder.mkdir(parents=True, exist_ok=True)
+    legacy = {
+        "prism_merge_log.json": {"version": 1, "decisions": [], "journal": [
+            {"cluster_id": "c0", "members": ["A", "B"], "canonical": "A", "state": "done", "started_at": 1.0,
+             "completed_at": 2.0}]},
+        "prism_merge_plans.json": {},
+        "prism_entity_aliases.json": {"B": "A"},
+        "prism_doc_timestamps.json": {content_key("an old document"): "1999"},
+        "prism_entity_types.json": {"base_guidance": "- Person: a person", "discovered": [],
+                                    "guidance": "- Person: a person\n- Ship: a vessel", "analysed": []},
+    }
+    for name, value in legacy.items():
+        (folder / name).write_text(json.dumps(value))
+    vectors = np.eye(3, 8, dtype=np.float32)
+    np.savez(folder / f"{FACT_INDEX}.npz", vectors=vectors)
+    (folder / f"{FACT_INDEX}.json").write_text(json.dumps(["f0", "f1", "f2"]))
+    return {"documents": legacy, "vectors": vectors}
+
+
+@pytest.mark.parametrize("stack", [None, *STACKS])
+async def test_legacy_working_dir_files_are_moved_into_the_storages(servers, stack, tmp_path):  # noqa: F811
+    workspace = f"m{uuid.uuid4().hex[:8]}"
+    legacy = await _write_legacy_files(tmp_path / workspace)
+    rag = PrismRAG(working_dir=str(tmp_path), workspace=workspace, embedding_func=hash_embedding_func(),
+                   prepare_query_indexes=False, **_stack_kwargs(stack))
+    await rag.initialize_storages()
+    try:
+        state = plugin_state(rag)
+        for filename, name in LEGACY_DOCUMENTS.items():
+            assert await state.document(name).load(None) == legacy["documents"][filename], filename
+            assert not (tmp_path / workspace / filename).exists()
+            assert (tmp_path / workspace / f"{filename}.migrated").exists()  # kept for a way back
+        stored = await state.vectors.get(FACT_INDEX, ["f0", "f1", "f2"])
+        np.testing.assert_array_equal(np.stack([stored[f] for f in ("f0", "f1", "f2")]), legacy["vectors"])
+        assert rag.addon_params["entity_types_guidance"].endswith("- Ship: a vessel")  # restored after the move
+        assert await load_aliases(state) == {"B": "A"}
+        assert hippo_state(rag).fact_index.ids == []  # vectors are read when an index asks for them
+    finally:
+        await rag.finalize_storages()
+
+
+async def test_a_damaged_legacy_merge_log_stops_the_start_with_its_path(tmp_path):
+    (tmp_path / "prism_merge_log.json").write_text("{torn")
+    rag = PrismRAG(working_dir=str(tmp_path), workspace="", embedding_func=hash_embedding_func())
+    with pytest.raises(ValueError, match="prism_merge_log.json"):
+        await rag.initialize_storages()
+    assert (tmp_path / "prism_merge_log.json").exists()  # left in place for the user to fix
+
+
+async def test_an_instance_that_was_never_opened_says_so(tmp_path):
+    rag = PrismRAG(working_dir=str(tmp_path), embedding_func=hash_embedding_func())
+    with pytest.raises(RuntimeError, match="initialize_storages"):
+        await open_merge_state(rag)
