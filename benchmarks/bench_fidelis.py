@@ -35,7 +35,7 @@ from lightrag_prism.backends import local_embedding_func  # noqa: E402
 from lightrag_prism.eval.datasets import load_cr_lt_kgqa  # noqa: E402
 from lightrag_prism.eval.bench import evaluate_mode, load_dataset, open_index  # noqa: E402
 from lightrag_prism.param import PrismQueryParam  # noqa: E402
-from lightrag_prism.retrievers.fidelis_scoring import HopScorer  # noqa: E402
+from lightrag_prism.retrievers.fidelis.scoring import HopScorer  # noqa: E402
 from lightrag_prism.vectors import entity_and_relation_matrices  # noqa: E402
 
 CACHE = ROOT / "benchmarks" / ".cache"

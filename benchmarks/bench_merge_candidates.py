@@ -1,6 +1,6 @@
 """Merge-candidate search: time and peak memory for 10k and 100k synthetic entities.
 
-Ours: :func:`lightrag_prism.insert.merging.candidate_pairs` (blocked exact top-k cosine, threshold, dedup).
+Ours: :func:`lightrag_prism.insert.merging.agentic.candidate_pairs` (blocked exact top-k cosine, threshold, dedup).
 Baseline measured in the same run: PrismRAG's dense approach (full N×N cosine matrix, then every pair above the
 threshold), only where it fits in memory (10k: a 400 MB matrix; 100k would need 40 GB).
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lightrag_prism.insert.merging import EXACT_PAIR_LIMIT, candidate_pairs
+from lightrag_prism.insert.merging.agentic import EXACT_PAIR_LIMIT, candidate_pairs
 
 THRESHOLD, TOP_K, NEW = 0.8, 5, 1000
 

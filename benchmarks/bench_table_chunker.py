@@ -20,7 +20,7 @@ import tiktoken
 from lightrag.chunker.token_size import chunking_by_token_size
 from lightrag.utils import Tokenizer
 
-from lightrag_prism.insert.table_chunker import make_table_aware_chunker
+from lightrag_prism.insert.tables.chunker import make_table_aware_chunker
 
 logger = logging.getLogger("bench_table_chunker")
 RESULTS = Path(__file__).parent / "results" / "table_chunker.json"

@@ -59,7 +59,7 @@ async def _edges(rag) -> list[list[str]]:
 
 
 async def build(working_dir: str, point: str) -> None:
-    from lightrag_prism.insert.merging import agentic_merge
+    from lightrag_prism.insert.merging.agentic import agentic_merge
 
     rag, _ = await _rag(working_dir)
     await rag.ainsert(list(DOCS.values()), ids=list(DOCS))
@@ -94,7 +94,7 @@ async def _consistency(rag) -> list[str]:
 
 
 async def restart(working_dir: str) -> dict:
-    from lightrag_prism.insert.merging import open_merge_state
+    from lightrag_prism.insert.merging.agentic import open_merge_state
 
     rag, _ = await _rag(working_dir)  # initialize_storages rolls forward
     problems = await _consistency(rag)

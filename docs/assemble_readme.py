@@ -10,7 +10,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ["offline-graph", "server", "storages", "prism", "hipporag", "fidelis", "llm-rerank-modes", "rerankers", "insert-features"]
 BEGIN, END = "<!-- BEGIN MODE SECTIONS -->", "<!-- END MODE SECTIONS -->"
 FOOTER = ("More detail on the insert building blocks (chunker internals, timestamp sort keys, the merge journal): "
-          "[docs/insert.md](docs/insert.md).")
+          "[docs/insert.md](docs/insert.md). How the package is laid out (layers, the life of a query and of an "
+          "insert, where a new mode goes): [docs/architecture.md](docs/architecture.md).")
 
 
 def sections_text() -> str:

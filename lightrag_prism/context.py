@@ -14,13 +14,14 @@ from .snapshot import GraphSnapshot
 from .vectors import unit_rows
 
 if TYPE_CHECKING:
+    from lightrag import LightRAG
+
     from .param import PrismQueryParam
-    from .rag import PrismRAG
 
 
 @dataclass
 class QueryContext:
-    rag: "PrismRAG"
+    rag: "LightRAG"  # the PrismRAG answering (typed as its base: rag.py imports this module)
     query: str
     param: "PrismQueryParam"
     ll_keywords: str = ""

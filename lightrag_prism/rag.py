@@ -27,7 +27,7 @@ from .backends.offline_llm import offline_llm, offline_model_name
 from .backends.tokenizer import OfflineTokenizer
 from .context import QueryContext
 from .errors import LLMNotConfiguredError
-from .insert import rebuild as _rebuild  # noqa: F401  (registers the delete-by-document rebuild hook)
+from .insert.merging import rebuild as _rebuild  # noqa: F401  (registers the delete-by-document rebuild hook)
 from .insert import summaries as _summaries  # noqa: F401  (registers the timestamp-aware summary hook)
 from .insert.api import InsertFeaturesMixin, install_insert_features
 from .insert.extraction import extractor_status

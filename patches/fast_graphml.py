@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from . import PRIVATE_SYMBOLS, check_symbol
+from .private import PRIVATE_SYMBOLS, check_symbol
 
 _SYMBOL = ("lightrag.kg.networkx_impl", "NetworkXStorage.write_nx_graph", 3)
 PRIVATE_SYMBOLS.append(_SYMBOL)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 
-from . import PRIVATE_SYMBOLS, check_symbol, wrap_once
+from .private import PRIVATE_SYMBOLS, check_symbol, wrap_once
 
 _MODULES = ("lightrag.kg.json_kv_impl", "lightrag.kg.json_doc_status_impl")
 _SYMBOLS = [(module, "write_json", 2) for module in _MODULES]

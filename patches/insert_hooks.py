@@ -28,7 +28,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Awaitable, Callable
 
-from . import PRIVATE_SYMBOLS, check_symbol, wrap_once
+from .private import PRIVATE_SYMBOLS, check_symbol, wrap_once
 
 _SYMBOLS = [
     ("lightrag.lightrag", "LightRAG._process_extract_entities", 5),
@@ -48,7 +48,7 @@ def _check_profile_field() -> None:
     from lightrag import LightRAG
 
     if _PROFILE_FIELD not in getattr(LightRAG, "__dataclass_fields__", {}):
-        from . import _fail
+        from .private import _fail
 
         _fail(f"LightRAG.{_PROFILE_FIELD} is missing")
 
@@ -58,7 +58,7 @@ _check_profile_field()
 
 def config_with_extra_guidance(rag, extra: str) -> dict[str, Any]:
     """A fresh ``global_config`` whose extraction prompts get ``extra`` after the entity-type guidance."""
-    from . import build_global_config
+    from .private import build_global_config
 
     config = build_global_config(rag)
     profile = dict(config.get(_PROFILE_FIELD) or {})

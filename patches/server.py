@@ -27,7 +27,7 @@ from dataclasses import fields
 from enum import Enum
 from typing import Any, Callable, Optional
 
-from . import check_lightrag, check_symbol
+from .private import check_lightrag, check_symbol
 
 # Module globals replaced here (name, kind). Checked by check_server_symbols before anything is replaced.
 SERVER_GLOBALS = [
@@ -52,7 +52,7 @@ def check_server_symbols() -> None:
     check_lightrag()
     for module_name, name in SERVER_GLOBALS:
         if not hasattr(importlib.import_module(module_name), name):
-            from . import _fail
+            from .private import _fail
 
             _fail(f"but {module_name}.{name} is missing (the server integration needs it)")
     check_symbol("lightrag.api.routers.ollama_api", "parse_query_mode", OLLAMA_PARSE_PARAMS)
@@ -139,7 +139,7 @@ class PendingTimestamps:
 
     def add(self, text: str, timestamp: str | None) -> None:
         from lightrag_prism.insert.pipeline import content_key
-        from lightrag_prism.insert.timestamps import validate_timestamps
+        from lightrag_prism.insert.timestamps.markers import validate_timestamps
 
         if timestamp is not None:
             self.by_content[content_key(text)] = validate_timestamps([timestamp], 1)[0]

@@ -18,7 +18,7 @@ import json
 import re
 
 from ..errors import LLMNotConfiguredError
-from ..insert.bounded_summary import select_fragments
+from ..insert.extraction.bounded_summary import select_fragments
 from ..insert.extraction import COMPLETE, EXTRACTOR_VERSION, TUPLE_DELIMITER, check_extractor, extract_rows
 from ..keywords import extract_keywords
 

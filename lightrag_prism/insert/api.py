@@ -19,14 +19,14 @@ from .. import patches
 from .group_commit import PACED_MIN_PARALLEL, CommitPolicy, install_group_commit
 from .prefetch import install_prefetch
 from ..plugin_state import PluginState, plugin_state, register, unregister
-from .entity_types import discover_entity_types, load_state, read_folder
-from .merging import agentic_merge, roll_forward
+from .entity_types.discovery import discover_entity_types, load_state, read_folder
+from .merging.agentic import agentic_merge, roll_forward
 from .pipeline import InsertHooks, content_key, make_prism_chunker
 from ..retrievers.query_state import index_items, prepare_query_state
-from .rebuild import aliases_read_once
+from .merging.rebuild import aliases_read_once
 from .recovery import repair_recovery_anchors
 from .state_migration import migrate_state_files
-from .timestamps import validate_timestamps
+from .timestamps.markers import validate_timestamps
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@
   chunk (so the timestamp shows in query context) and a ``prism_timestamp`` chunk field.
 * :class:`InsertHooks.extract` (called instead of ``LightRAG._process_extract_entities``, see
   ``patches/insert_hooks.py``) strips that header before extraction. Without an LLM the chunks go to the offline
-  extractor (:mod:`.offline_extraction`); with one, it extracts table chunks with
+  extractor (:mod:`.extraction.offline_hook`); with one, it extracts table chunks with
   :data:`TABLE_EXTRACTION_GUIDANCE` appended to the entity-type guidance of *their* prompt only (a copy of the
   global config per table chunk; other chunks use LightRAG's own call), and prefixes every extracted entity and
   relation description with ``[Time: ts]`` (idempotent).
@@ -27,10 +27,10 @@ from lightrag.utils import compute_mdhash_id, sanitize_text_for_encoding
 
 from .. import patches
 from ..inputs import html_to_text
-from .html_tables import find_table_spans
-from .offline_extraction import extract_offline
-from .table_chunker import make_table_aware_chunker, table_prompt_addon
-from .timestamps import prefix_description
+from .tables.html import find_table_spans
+from .extraction.offline_hook import extract_offline
+from .tables.chunker import make_table_aware_chunker, table_prompt_addon
+from .timestamps.markers import prefix_description
 
 logger = logging.getLogger(__name__)
 

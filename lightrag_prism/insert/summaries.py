@@ -1,7 +1,7 @@
 """Description merging for PrismRAG instances (installed around LightRAG's ``_handle_entity_relation_summary``).
 
 **Without an LLM** (the offline stand-in), a description is the most informative distinct fragments within
-``offline_summary_max_tokens`` (:mod:`.bounded_summary`), chronological first when fragments carry timestamps;
+``offline_summary_max_tokens`` (:mod:`.extraction.bounded_summary`), chronological first when fragments carry timestamps;
 nothing is sent to the stand-in and nothing grows without bound.
 
 **With an LLM and** ``timestamp_aware_summaries=True``, for an entity or relation whose description fragments carry
@@ -26,8 +26,8 @@ from typing import Any
 from lightrag.utils import sanitize_text_for_encoding
 
 from .. import patches
-from .bounded_summary import select_fragments
-from .timestamps import (
+from .extraction.bounded_summary import select_fragments
+from .timestamps.markers import (
     TIMESTAMP_SUMMARY_INSTRUCTION,
     deterministic_concat,
     extract_timestamps,

@@ -1,10 +1,13 @@
 """The mode registry: the one place where lightrag_prism query modes are declared.
 
-Each entry maps a mode name to the module implementing it. A mode module defines
+Each entry maps a mode name to its subpackage (``retrievers/<mode>/``: the mode's stages as modules, the entry
+point in ``mode.py``). A mode package exposes
 
 * ``KIND``: ``"kg"`` (entities, relations and chunks; answered through LightRAG's ``kg_query`` path) or
   ``"chunks"`` (ranked passages only; answered through LightRAG's ``naive_query`` path);
-* ``async def retrieve(ctx: QueryContext) -> Retrieval``.
+* ``async def retrieve(ctx: QueryContext) -> Retrieval``;
+* optionally ``OWN_CHUNK_RANKING = True`` (a ``"kg"`` mode whose chunk order LightRAG must keep: its entities and
+  relations reach LightRAG without ``source_id``).
 
 Modules are imported lazily, on first use of their mode.
 """

@@ -1,6 +1,6 @@
 """Query-time state of the ``hipporag`` and ``prism`` modes, kept ready by inserts.
 
-Both modes read an entity-name index and a fact index (``hipporag_index.EmbeddingIndex``) and views derived from
+Both modes read an entity-name index and a fact index (``hipporag/index.py:EmbeddingIndex``) and views derived from
 the graph snapshot (HippoRAG's entity + passage graph with its PPR transition, the facts' vectors, the entity
 vectors, FastRP). Built lazily, the first query after an insert paid for all of it (seconds to minutes on a fresh
 index). With
@@ -27,19 +27,19 @@ from typing import Iterator
 
 from ..snapshot import GraphSnapshot
 from ..vectors import chunk_matrix, entity_matrix, relation_matrix
-from .hipporag_facts import fact_id, fact_text, fact_view, orient, predicate_of
-from .hipporag_graph import hippo_state, hipporag_graph
-from .hipporag_index import EmbeddingIndex
-from .prism_expand import fastrp_matrix
-from .prism_rank import entity_num_chunks, name_links
+from .hipporag.facts import fact_id, fact_text, fact_view, orient, predicate_of
+from .hipporag.graph import hippo_state, hipporag_graph
+from .hipporag.index import EmbeddingIndex
+from .prism.expand import fastrp_matrix
+from .passage_rank import entity_num_chunks, name_links
 
 logger = logging.getLogger(__name__)
 
 
 def index_items(rag, storage, data: dict) -> Iterator[tuple[EmbeddingIndex, str, str]]:
     """(index, id, text) for each row of an upsert into ``rag``'s entity or relation vector store that the
-    name or fact index lacks. The texts are the ones the indexes embed at query time (``hipporag_graph`` and
-    ``hipporag_facts``), so a staged vector is exactly the one ``sync`` would compute."""
+    name or fact index lacks. The texts are the ones the indexes embed at query time (``hipporag/graph.py`` and
+    ``hipporag/facts.py``), so a staged vector is exactly the one ``sync`` would compute."""
     state = hippo_state(rag)
     for record in data.values():
         if not isinstance(record, dict):

@@ -12,15 +12,15 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lightrag_prism.insert.entity_types import parse_type_answer
-from lightrag_prism.insert.merging import parse_decision
+from lightrag_prism.insert.entity_types.discovery import parse_type_answer
+from lightrag_prism.insert.merging.agentic import parse_decision
 from lightrag_prism.llm import MAX_ANSWER_CHARS, parse_json_answer
 from lightrag_prism.rerankers.parsing import ListwiseAnswer, parse_listwise_answer, parse_pairwise_verdict
-from lightrag_prism.retrievers.ensemble import parse_expansion
-from lightrag_prism.retrievers.fidelis_prompts import (
+from lightrag_prism.retrievers.ensemble.mode import parse_expansion
+from lightrag_prism.retrievers.fidelis.prompts import (
     BeamChoice, Plan, parse_index_list, parse_plan, parse_yes_no, validate_beam_choice,
 )
-from lightrag_prism.retrievers.hipporag_filter import parse_filter_response
+from lightrag_prism.retrievers.hipporag.filter import parse_filter_response
 from lightrag_prism.retrievers.recognition import parse_irrelevant
 
 # examples per parser; PRISM_FUZZ_EXAMPLES=2500 for a long fuzz run

@@ -13,19 +13,19 @@ def test_supported_version_passes():
 
 @pytest.mark.parametrize("found", ["1.5.6", "1.6.0", "2.0.0"])
 def test_unsupported_version_fails_with_one_clear_message(monkeypatch, found):
-    monkeypatch.setattr(patches, "version", lambda name: found)
+    monkeypatch.setattr(patches.private, "version", lambda name: found)
     with pytest.raises(patches.UnsupportedLightRAGVersion, match=r"supports lightrag-hku >=1\.5\.7,<1\.6; found"):
         patches.check_lightrag()
 
 
 def test_missing_private_symbol_is_named(monkeypatch):
-    monkeypatch.setattr(patches, "PRIVATE_SYMBOLS", [("lightrag.operate", "_no_such_stage", 1)])
+    monkeypatch.setattr(patches.private, "PRIVATE_SYMBOLS", [("lightrag.operate", "_no_such_stage", 1)])
     with pytest.raises(patches.UnsupportedLightRAGVersion, match="_no_such_stage is missing"):
         patches.check_lightrag()
 
 
 def test_changed_arity_is_named(monkeypatch):
-    monkeypatch.setattr(patches, "PRIVATE_SYMBOLS", [("lightrag.operate", "_perform_kg_search", 3)])
+    monkeypatch.setattr(patches.private, "PRIVATE_SYMBOLS", [("lightrag.operate", "_perform_kg_search", 3)])
     with pytest.raises(patches.UnsupportedLightRAGVersion, match="takes 10 parameters, expected 3"):
         patches.check_lightrag()
 

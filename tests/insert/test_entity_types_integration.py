@@ -7,7 +7,7 @@ import json
 import pytest
 from lightrag.prompt import PROMPTS
 
-from lightrag_prism.insert.entity_types import STATE_DOCUMENT, guidance_types
+from lightrag_prism.insert.entity_types.discovery import STATE_DOCUMENT, guidance_types
 from lightrag_prism.plugin_state import plugin_state
 from tests.insert._rag import FreshLoop, make_offline_rag, make_rag, reopen, user_prompts
 

@@ -2,7 +2,7 @@ import random
 
 from bs4 import BeautifulSoup
 
-from lightrag_prism.insert.html_tables import (
+from lightrag_prism.insert.tables.html import (
     TableSpan,
     ends_with_table_close,
     find_table_spans,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lightrag_prism.insert.merging import candidate_pairs, parse_decision
+from lightrag_prism.insert.merging.agentic import candidate_pairs, parse_decision
 
 
 def _vectors(n=400, d=16, seed=3):

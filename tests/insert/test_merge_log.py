@@ -10,8 +10,8 @@ import pytest
 
 from lightrag_prism import PrismRAG
 from lightrag_prism.insert import jsonfile
-from lightrag_prism.insert.merge_log import LOG_DOCUMENT, MergeLog, description_hash
-from lightrag_prism.insert.union_find import merge_clusters
+from lightrag_prism.insert.merging.log import LOG_DOCUMENT, MergeLog, description_hash
+from lightrag_prism.insert.merging.union_find import merge_clusters
 from lightrag_prism.plugin_state import FileDocument, plugin_state
 from tests.helpers import offline_tokenizer
 from tests.retrievers._kg import hash_embedding_func
@@ -91,7 +91,7 @@ async def test_killed_process_leaves_merge_pending_in_the_kv_store(tmp_path):
         f"""
         import asyncio, os, sys
         sys.path.insert(0, {str(ROOT)!r})
-        from lightrag_prism.insert.merge_log import LOG_DOCUMENT, MergeLog
+        from lightrag_prism.insert.merging.log import LOG_DOCUMENT, MergeLog
         from lightrag_prism.plugin_state import plugin_state
         from tests.insert.test_merge_log import _state_rag
 

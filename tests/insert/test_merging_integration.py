@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from lightrag_prism.insert.merging import PLANS_DOCUMENT, open_merge_state
+from lightrag_prism.insert.merging.agentic import PLANS_DOCUMENT, open_merge_state
 from lightrag_prism.plugin_state import plugin_state
 from tests.insert._rag import (
     FreshLoop, assert_graph_consistent, make_offline_rag, make_rag, node_descriptions, reopen, user_prompts)
@@ -134,7 +134,7 @@ async def test_delete_by_document_after_merge(scripted_server, tmp_path, deleted
 
 @pytest.mark.asyncio
 async def test_delete_reads_the_aliases_once_for_all_rebuilt_chunks(scripted_server, tmp_path, monkeypatch):
-    from lightrag_prism.insert import rebuild
+    from lightrag_prism.insert.merging import rebuild
 
     scripted_server.script(JUDGE_MARKER, judge(ACME))
     rag = await make_rag(scripted_server, tmp_path)
@@ -165,7 +165,7 @@ async def test_crash_mid_merge_is_rolled_forward_by_a_new_instance(scripted_serv
         if point == "after_amerge":
             raise RuntimeError("simulated crash")
 
-    from lightrag_prism.insert.merging import agentic_merge
+    from lightrag_prism.insert.merging.agentic import agentic_merge
     with pytest.raises(RuntimeError, match="simulated crash"):
         await agentic_merge(rag, ["Acme Corp"], 0.5, crash_hook=crash)
     assert len((await open_merge_state(rag))[0].pending()) == 1

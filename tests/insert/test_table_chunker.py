@@ -6,14 +6,14 @@ from lightrag.chunker.token_size import chunking_by_token_size
 from lightrag.exceptions import ChunkTokenLimitExceededError
 from lightrag.utils_pipeline import build_chunks_dict_from_chunking_result
 
-from lightrag_prism.insert.table_chunker import (
+from lightrag_prism.insert.tables.chunker import (
     CONTEXT_AFTER_MARKER,
     CONTEXT_BEFORE_MARKER,
     TableChunkerConfig,
     chunk_document,
     make_table_aware_chunker,
 )
-from lightrag_prism.insert.token_budget import count_tokens
+from lightrag_prism.insert.tables.token_budget import count_tokens
 
 WORDS = ["revenue", "grew", "margin", "Apple", "TSMC", "quarter", "the", "of", "and", "in", "2024"]
 CJK = "台積電營業收入成長鑫龘齉爨蘋果公司第三季營收毛利率"

@@ -6,7 +6,7 @@ import pytest
 from lightrag.chunker.token_size import chunking_by_token_size
 
 from lightrag_prism import PrismRAG
-from lightrag_prism.insert.table_chunker import TABLE_EXTRACTION_GUIDANCE
+from lightrag_prism.insert.tables.chunker import TABLE_EXTRACTION_GUIDANCE
 from tests.helpers import lightrag_kwargs, offline_tokenizer
 from tests.insert._rag import make_rag, user_prompts
 

@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from lightrag_prism.insert.timestamps import (
+from lightrag_prism.insert.timestamps.markers import (
     TIMESTAMP_SUMMARY_INSTRUCTION,
     deterministic_concat,
     extract_timestamps,

@@ -9,7 +9,7 @@ from lightrag.utils import compute_mdhash_id
 
 from lightrag_prism import QueryParam
 from lightrag_prism.insert.summaries import SUMMARY_STATS
-from lightrag_prism.insert.timestamps import TIMESTAMP_SUMMARY_INSTRUCTION
+from lightrag_prism.insert.timestamps.markers import TIMESTAMP_SUMMARY_INSTRUCTION
 from tests.insert._rag import FreshLoop, make_rag, node_descriptions, user_prompts
 
 DOC_Q3 = "Apple reported iPhone revenue of 39 billion dollars. Tim Cook praised Foxconn."

@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from lightrag_prism.insert.token_budget import count_tokens, head_tokens, split_by_tokens, tail_tokens
+from lightrag_prism.insert.tables.token_budget import count_tokens, head_tokens, split_by_tokens, tail_tokens
 
 TEXTS = [
     "The quick brown fox jumps over the lazy dog. " * 30,

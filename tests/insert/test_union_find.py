@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from lightrag_prism.insert.union_find import (
+from lightrag_prism.insert.merging.union_find import (
     Cluster,
     MergePair,
     UnionFind,

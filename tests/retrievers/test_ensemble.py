@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from lightrag_prism import QueryParam
-from lightrag_prism.retrievers.ensemble import assemble_queries, merge_results, parse_expansion, rank_scores
+from lightrag_prism.retrievers.ensemble.mode import assemble_queries, merge_results, parse_expansion, rank_scores
 from tests.retrievers.support import (
     EXPANSION_MARK, LISTWISE_MARK, QUERY, build_rag, chunk_numbers, doc_number, listwise_judge, listwise_llm_score,
 )

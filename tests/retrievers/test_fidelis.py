@@ -11,8 +11,8 @@ from lightrag.utils import EmbeddingFunc
 
 from lightrag_prism import PrismRAG
 from lightrag_prism.param import PrismQueryParam
-from lightrag_prism.retrievers import fidelis_prompts as prompts
-from lightrag_prism.retrievers.fidelis_scoring import HopScorer, top_candidates
+from lightrag_prism.retrievers.fidelis import prompts
+from lightrag_prism.retrievers.fidelis.scoring import HopScorer, top_candidates
 from lightrag_prism.snapshot import build_snapshot
 from tests.helpers import make_embedding_func, make_llm_func, offline_tokenizer
 from tests.scripted_responder import CANNED_PREFIX

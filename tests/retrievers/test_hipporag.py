@@ -9,8 +9,8 @@ import pytest
 
 from lightrag_prism import LightRAG, QueryParam
 from lightrag_prism.retrievers import valid_modes
-from lightrag_prism.retrievers.hipporag import dense_head, rank_passages, seed_weights
-from lightrag_prism.retrievers.hipporag_graph import hipporag_graph
+from lightrag_prism.retrievers.hipporag.mode import dense_head, rank_passages, seed_weights
+from lightrag_prism.retrievers.hipporag.graph import hipporag_graph
 from tests.helpers import lightrag_kwargs
 from tests.retrievers._hippo import fake_rag, snapshot_of
 

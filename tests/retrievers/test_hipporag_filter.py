@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from lightrag_prism.retrievers.hipporag_filter import (
+from lightrag_prism.retrievers.hipporag.filter import (
     FEW_SHOTS,
     SYSTEM_PROMPT,
     accepts_history,

@@ -10,9 +10,9 @@ import pytest
 from lightrag_prism import PrismRAG
 from lightrag_prism.graph import knn
 from lightrag_prism.plugin_state import plugin_state
-from lightrag_prism.retrievers.hipporag_facts import fact_view, orient, predicate_of, snapshot_facts
-from lightrag_prism.retrievers.hipporag_graph import hippo_state, hipporag_graph, synonym_eligible
-from lightrag_prism.retrievers.hipporag_index import EmbeddingIndex
+from lightrag_prism.retrievers.hipporag.facts import fact_view, orient, predicate_of, snapshot_facts
+from lightrag_prism.retrievers.hipporag.graph import hippo_state, hipporag_graph, synonym_eligible
+from lightrag_prism.retrievers.hipporag.index import EmbeddingIndex
 from tests.helpers import offline_tokenizer
 from tests.retrievers._hippo import HashEmbedder, fake_rag, snapshot_of
 from tests.retrievers._kg import hash_embedding_func

@@ -7,7 +7,7 @@ import pytest
 
 from lightrag_prism import PrismRAG, QueryParam
 from lightrag_prism.plugin_state import plugin_state
-from lightrag_prism.retrievers.hipporag_graph import FACT_INDEX, NAME_INDEX, hippo_state
+from lightrag_prism.retrievers.hipporag.graph import FACT_INDEX, NAME_INDEX, hippo_state
 from tests.helpers import offline_tokenizer
 from tests.retrievers._kg import hash_embedding_func
 

@@ -11,7 +11,7 @@ from lightrag import LightRAG
 
 from lightrag_prism import QueryParam
 from lightrag_prism.graph import FastRPState
-from lightrag_prism.retrievers import prism, prism_expand
+from lightrag_prism.retrievers.prism import expand as prism_expand, mode as prism
 from lightrag_prism.snapshot import SnapshotCache
 from lightrag_prism.vectors import entity_vdb_id
 from tests.retrievers._kg import CHUNKS, ENTITIES, HL, LL, QUERY, chunk_id_of, hash_vector, make_rag

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from lightrag_prism import QueryParam
-from lightrag_prism.retrievers import prism
+from lightrag_prism.retrievers.prism import mode as prism
 
 
 @pytest.mark.parametrize("knob, value", [("ppr_edge_floor", -0.1), ("prism_expansion_weight", float("nan")),

@@ -32,10 +32,10 @@ def corpus() -> tuple[list[str], list[str]]:
 async def plugin_state_report(rag, embedder: CountingEmbedder) -> dict:
     """What a second replica sees of the plugin state another one wrote, and what its first hipporag query costs."""
     from lightrag_prism.insert.api import TIMESTAMPS_DOCUMENT
-    from lightrag_prism.insert.merging import open_merge_state
-    from lightrag_prism.insert.rebuild import load_aliases
+    from lightrag_prism.insert.merging.agentic import open_merge_state
+    from lightrag_prism.insert.merging.rebuild import load_aliases
     from lightrag_prism.plugin_state import plugin_state
-    from lightrag_prism.retrievers.hipporag_graph import hippo_state
+    from lightrag_prism.retrievers.hipporag.graph import hippo_state
 
     log, _ = await open_merge_state(rag)
     state = plugin_state(rag)

@@ -22,7 +22,7 @@ import json
 import re
 import unicodedata
 
-from ..llm import parse_json_answer, total_parser
+from ...llm import parse_json_answer, total_parser
 
 MATCH_THRESHOLD = 0.85
 MAX_LITERAL_CHARS = 20_000  # ast.literal_eval on a huge/deep answer is refused (memory/recursion guard)

@@ -23,13 +23,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..graph.knn import topk_cosine
-from ..plugin_state import plugin_state
-from ..llm import cached_llm_call, parse_json_answer, total_parser
-from ..vectors import entity_matrix
+from ...graph.knn import topk_cosine
+from ...plugin_state import plugin_state
+from ...llm import cached_llm_call, parse_json_answer, total_parser
+from ...vectors import entity_matrix
 from .ann import ivf_topk_cosine
-from .merge_apply import apply_merge, plan_merge
-from .merge_log import LOG_DOCUMENT, MergeLog, description_hash
+from .apply import apply_merge, plan_merge
+from .log import LOG_DOCUMENT, MergeLog, description_hash
 from .union_find import merge_clusters
 
 logger = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..llm import parse_json_answer, total_parser
+from ...llm import parse_json_answer, total_parser
 
 PLAN_STEP = "fidelis_plan"
 BEAM_STEP = "fidelis_beam"

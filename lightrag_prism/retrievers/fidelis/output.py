@@ -7,14 +7,13 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 import scipy.sparse as sp
 
-from ..result import ScoredItem, relation_id
-from ..snapshot import GraphSnapshot
-from ..vectors import chunk_matrix
+from ...result import ScoredItem, relation_id
+from ...snapshot import GraphSnapshot
+from ...vectors import chunk_matrix
 
 if TYPE_CHECKING:
-    from ..context import QueryContext
-    from .fidelis import Path
-    from .fidelis_scoring import HopScorer
+    from ...context import QueryContext
+    from .scoring import HopScorer, Path
 
 FOUND_BY = ("fidelis",)
 CHUNK_FIELDS = ("content", "file_path", "full_doc_id", "chunk_order_index", "created_at")

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..snapshot import GraphSnapshot, split_field
-from .hipporag_graph import embed_in_batches, hippo_state
+from ...snapshot import GraphSnapshot, split_field
+from .graph import embed_in_batches, hippo_state
 
 logger = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ token window can cut a CJK character in two (U+FFFD).  Any text the windows miss
 becomes its own chunk, so the result is lossless: every non-whitespace character of
 the input lies inside some chunk's ``source_span`` and its text is in that chunk.
 
-Table rules (tables found by :mod:`lightrag_prism.insert.html_tables`):
+Table rules (tables found by :mod:`lightrag_prism.insert.tables.html`):
 
 * a table within ``table_max_tokens`` stays whole in one chunk;
 * a larger one is split between top-level rows; every later part starts with the
@@ -41,15 +41,15 @@ from typing import Any, Callable
 
 from lightrag.chunker.token_size import chunking_by_token_size
 
-from .html_tables import TableSpan, find_table_spans
-from .table_prompt import (  # re-exported: the prompt helpers belong to this feature
+from .html import TableSpan, find_table_spans
+from .prompt import (  # re-exported: the prompt helpers belong to this feature
     CONTEXT_AFTER_MARKER,
     CONTEXT_BEFORE_MARKER,
     TABLE_EXTRACTION_GUIDANCE,
     is_table_chunk,
     table_prompt_addon,
 )
-from .table_split import split_table
+from .split import split_table
 from .token_budget import TokenizerLike, count_tokens, head_tokens, split_by_tokens, tail_tokens
 
 logger = logging.getLogger(__name__)

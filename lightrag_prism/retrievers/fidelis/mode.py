@@ -6,7 +6,7 @@
 2. **Topic entities**: ``param.topic_entities`` checked against the snapshot (unknown names are reported in
    ``unknown_topic_entities``), else linked from the keywords by cosine against the entity vectors.
 3. **Beam search** (``max_path_length`` steps): all relations of the beams' last nodes are scored at once
-   (:mod:`.fidelis_scoring`); the best ``beam_top_n`` form the candidate pool; the LLM picks ``beam_width`` of them
+   (:mod:`.scoring`); the best ``beam_top_n`` form the candidate pool; the LLM picks ``beam_width`` of them
    guided by the plan (validated, filled up / replaced by score order on bad answers). From the second step on the
    verifier asks whether the paths so far entail the statement; "yes" stops the search. Paths never revisit a node.
    The verifier runs concurrently with the next expansion's scoring, the beam choice with the next step's prefetch.
@@ -23,34 +23,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..context import QueryContext
-from ..keywords import extract_keywords
-from ..result import Retrieval
-from ..snapshot import GRAPH_FIELD_SEP, GraphSnapshot
-from ..vectors import entity_and_relation_matrices
-from . import fidelis_prompts as prompts
-from .fidelis_output import assemble
-from .fidelis_scoring import HopScorer, top_candidates
+from ...context import QueryContext
+from ...keywords import extract_keywords
+from ...result import Retrieval
+from ...snapshot import GRAPH_FIELD_SEP, GraphSnapshot
+from ...vectors import entity_and_relation_matrices
+from . import prompts
+from .output import assemble
+from .scoring import HopScorer, Path, top_candidates
 
 KIND = "kg"
 LINKS_PER_KEYWORD = 2  # entities linked per keyword when no topic entity is given
 MAX_LINKED_TOPICS = 5
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class Path:
-    nodes: list[int]
-    edges: list[int] = field(default_factory=list)
-    hop_scores: list[float] = field(default_factory=list)
-
-    @property
-    def score(self) -> float:
-        return float(np.mean(self.hop_scores)) if self.hop_scores else 0.0
-
-    def extend(self, edge: int, node: int, hop_score: float) -> "Path":
-        return Path(self.nodes + [node], self.edges + [edge], self.hop_scores + [hop_score])
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """The ``prism`` mode and the PrismRAG perspectives inside LightRAG's local/global/hybrid/mix.
 
 * ``retrieve(ctx)`` (mode ``"prism"``): no LightRAG stage-1 search. Seeds come from fact linking and name linking
-  (``prism_rank``), multi-hop and FastRP expand them, and one query-aware PPR over entities and passages (HippoRAG's
+  (``passage_rank``), multi-hop and FastRP expand them, and one query-aware PPR over entities and passages (HippoRAG's
   graph view, shared with the hipporag mode, re-weighted per query) is the PPR perspective and ranks the chunks.
   Entities/relations reach LightRAG without ``source_id`` (``OWN_CHUNK_RANKING``), so its chunk merge keeps this
   order.
@@ -20,18 +20,18 @@ from typing import Any
 
 import numpy as np
 
-from ..keywords import entity_spans
-from ..param import resolve_prism_knobs
-from ..result import Retrieval, ScoredItem, relation_id
-from ..snapshot import GraphSnapshot
-from ..vectors import chunk_matrix
-from . import prism_expand as px
-from . import prism_rank as pr
-from .prism_rank import top_indices
-from .hipporag import MIN_KEPT_FACT_SCORE, dense_head, passage_items, seed_weights
-from .hipporag_facts import fact_view, rank_facts
-from .hipporag_graph import HippoGraph, hipporag_graph
-from .recognition import filter_retrieval
+from ...keywords import entity_spans
+from ...param import resolve_prism_knobs
+from ...result import Retrieval, ScoredItem, relation_id
+from ...snapshot import GraphSnapshot
+from ...vectors import chunk_matrix
+from . import expand as px
+from .. import passage_rank as pr
+from ..passage_rank import top_indices
+from ..hipporag.mode import MIN_KEPT_FACT_SCORE, dense_head, passage_items, seed_weights
+from ..hipporag.facts import fact_view, rank_facts
+from ..hipporag.graph import HippoGraph, hipporag_graph
+from ..recognition import filter_retrieval
 
 KIND = "kg"
 # query.py hands LightRAG our entities/relations without source_id, so its chunk merge keeps our chunk order
@@ -166,7 +166,7 @@ async def augment(ctx, stock_result: dict) -> dict:
 
 
 async def _linked_seeds(ctx, snap, sig: px.QuerySignals) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(N,) seed weights, the linked fact ids and their scores (fact linking + name linking, see prism_rank).
+    """(N,) seed weights, the linked fact ids and their scores (fact linking + name linking, see passage_rank).
     When nothing links (no fact asked for, no name in the query), the entity nearest the query is the seed."""
     param = ctx.param
     fact_ids, fact_scores = rank_facts(sig.fact_sim, param.prism_seed_facts)
@@ -209,7 +209,7 @@ def _linked_items(snap, exp: px.Expansion, fact_ids: np.ndarray, fact_scores: np
 
 async def retrieve(ctx) -> Retrieval:
     """Mode ``prism``: fact + name linking as seeds, multi-hop and FastRP expansion, and one query-aware PPR over
-    entities and passages whose passage scores rank the chunks (see the module docs of prism_rank)."""
+    entities and passages whose passage scores rank the chunks (see the module docs of passage_rank)."""
     snap, param = await ctx.snapshot(), ctx.param
     knobs = resolve_prism_knobs(param)
     if not param.prism_keyword_vectors:  # the query's own vector stands in for both keyword lists

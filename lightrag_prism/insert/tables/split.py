@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from .html_tables import (
+from .html import (
     TableLayout,
     TableSpan,
     ends_with_table_close,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..graph import (
+from ...graph import (
     FastRPState,
     edge_reweighted,
     fastrp_similarity,
@@ -31,8 +31,8 @@ from ..graph import (
     reciprocal_rank_fusion,
     transition_matrix,
 )
-from ..snapshot import GraphSnapshot
-from ..vectors import entity_and_relation_matrices, entity_matrix
+from ...snapshot import GraphSnapshot
+from ...vectors import entity_and_relation_matrices, entity_matrix
 
 
 FASTRP_KEY = "prism_fastrp"

@@ -19,8 +19,8 @@ import time
 
 from lightrag.utils import CacheData, compute_args_hash, generate_cache_key, save_to_cache, update_chunk_cache_list
 
-from .. import patches
-from .extraction import EXTRACTOR_VERSION, extract_rows
+from ... import patches
+from . import EXTRACTOR_VERSION, extract_rows
 
 
 def cache_prompt(extractor: str) -> str:

@@ -1,7 +1,7 @@
 """The ``hipporag`` mode: HippoRAG 2 retrieval over a LightRAG knowledge graph (KIND = "chunks").
 
-1. Facts (one per relation, :mod:`.hipporag_facts`) are scored against the query embedding; the top
-   ``linking_top_k`` go to the recognition-memory filter (:mod:`.hipporag_filter`), which keeps up to
+1. Facts (one per relation, :mod:`.facts`) are scored against the query embedding; the top
+   ``linking_top_k`` go to the recognition-memory filter (:mod:`.filter`), which keeps up to
    ``max_filtered_facts``.
 2. Seeds: each kept fact's subject and object get ``fact score / #passages containing the entity`` (averaged over
    the facts naming it); the ``top_seed_phrases`` phrases with the best mean fact score are kept. With
@@ -9,7 +9,7 @@
    exactly gets ``1 / #passages`` more: a question's own names are the recognition signal a model without an LLM
    filter still has (docs/hipporag.md).
 3. Every passage gets ``minmax(dense score) * passage_node_weight``; Personalized PageRank with
-   ``hipporag_damping`` over the undirected entity + passage graph (:mod:`.hipporag_graph`); passages are ranked
+   ``hipporag_damping`` over the undirected entity + passage graph (:mod:`.graph`); passages are ranked
    by PPR probability; the ``hipporag_dense_head`` best passages by dense score go first (default 1, which keeps R@1
    at least at the dense level; 0 = HippoRAG 2's pure PPR order, see docs/hipporag.md). HippoRAG 2's settings are
    ``linking_top_k=5, passage_node_weight=0.05, hipporag_dense_head=0``; the defaults (10, 0.1, 1) were chosen
@@ -26,13 +26,13 @@ import time
 
 import numpy as np
 
-from ..graph.ppr import personalized_pagerank
-from ..result import Retrieval, ScoredItem
-from .hipporag_facts import fact_view, minmax, top_facts
-from .hipporag_filter import STEP, recognise
-from .hipporag_graph import HippoGraph, hipporag_graph
-from ..keywords import entity_spans
-from .prism_rank import name_links, seed_vector, top_indices
+from ...graph.ppr import personalized_pagerank
+from ...result import Retrieval, ScoredItem
+from .facts import fact_view, minmax, top_facts
+from .filter import STEP, recognise
+from .graph import HippoGraph, hipporag_graph
+from ...keywords import entity_spans
+from ..passage_rank import name_links, seed_vector, top_indices
 
 KIND = "chunks"
 # Min-max over all facts gives the graph's worst fact 0; in a small graph that can be a kept fact, which would then

@@ -30,12 +30,12 @@ import numpy as np
 import scipy.sparse as sp
 from lightrag.base import DocStatus
 
-from ..graph import knn
-from ..graph.ppr import Transition, transition_matrix
-from ..snapshot import GraphSnapshot
-from ..vectors import vectors_by_id
-from .hipporag_index import EmbeddingIndex
-from .prism_rank import PassageGraph, build_passage_graph
+from ...graph import knn
+from ...graph.ppr import Transition, transition_matrix
+from ...snapshot import GraphSnapshot
+from ...vectors import vectors_by_id
+from .index import EmbeddingIndex
+from ..passage_rank import PassageGraph, build_passage_graph
 
 logger = logging.getLogger(__name__)
 

@@ -29,8 +29,8 @@ from typing import Any
 
 from lightrag.prompt import PROMPTS
 
-from ..llm import cached_llm_call, parse_json_answer, total_parser
-from ..plugin_state import plugin_state
+from ...llm import cached_llm_call, parse_json_answer, total_parser
+from ...plugin_state import plugin_state
 
 logger = logging.getLogger(__name__)
 

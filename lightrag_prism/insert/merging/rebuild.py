@@ -21,10 +21,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Iterator
 
-from .. import patches
-from ..plugin_state import plugin_state, state_of_chunk_store
-from .pipeline import TIMESTAMP_FIELD
-from .timestamps import prefix_description
+from ... import patches
+from ...plugin_state import plugin_state, state_of_chunk_store
+from ..pipeline import TIMESTAMP_FIELD
+from ..timestamps.markers import prefix_description
 
 ALIAS_DOCUMENT = "aliases"
 

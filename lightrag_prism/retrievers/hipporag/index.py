@@ -16,8 +16,8 @@ from typing import Awaitable, Callable
 
 import numpy as np
 
-from ..plugin_state import VectorCache
-from ..vectors import unit_rows
+from ...plugin_state import VectorCache
+from ...vectors import unit_rows
 
 logger = logging.getLogger(__name__)
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..context import QueryContext
-from ..rerankers import TournamentReranker
-from ..result import Retrieval, ScoredItem
-from .ensemble import own_final_ranking, reranker_llm
+from ...context import QueryContext
+from ...rerankers import TournamentReranker
+from ...result import Retrieval, ScoredItem
+from ..ensemble.mode import own_final_ranking, reranker_llm
 
 KIND = "chunks"
 

@@ -12,8 +12,26 @@ for the rest of the query (:class:`HopScorer`), so a node's scoring is never rep
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 import scipy.sparse as sp
+
+
+@dataclass
+class Path:
+    """A beam: entity rows, the relation rows between them, and each hop's score."""
+
+    nodes: list[int]
+    edges: list[int] = field(default_factory=list)
+    hop_scores: list[float] = field(default_factory=list)
+
+    @property
+    def score(self) -> float:
+        return float(np.mean(self.hop_scores)) if self.hop_scores else 0.0
+
+    def extend(self, edge: int, node: int, hop_score: float) -> "Path":
+        return Path(self.nodes + [node], self.edges + [edge], self.hop_scores + [hop_score])
 
 
 def row_entries(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -33,10 +33,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..context import QueryContext
-from ..llm import parse_json_answer, total_parser
-from ..rerankers import ListwiseReranker
-from ..result import Retrieval, ScoredItem
+from ...context import QueryContext
+from ...llm import parse_json_answer, total_parser
+from ...rerankers import ListwiseReranker
+from ...result import Retrieval, ScoredItem
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,18 @@
+"""The ``prism`` mode: PrismRAG's three perspectives fused into one passage ranking (KIND = "kg").
+
+Stages, in order:
+
+1. seeds: fact linking and name linking on the shared passage graph (``retrievers/passage_rank.py``);
+2. expansion (``expand.py``): query-scored multi-hop traversal and edge-weighted FastRP from the seeds;
+3. ranking (``mode.py``): one query-aware Personalized PageRank over entities and passages (the PPR perspective),
+   its passage scores rank the chunks; optional context recognition filtering (``retrievers/recognition.py``).
+
+The same perspectives augment the stock local/global/hybrid/mix modes (``mode.augment``) when a perspective knob is
+on. Knobs (``PrismQueryParam``): ``prism_seed_facts``, ``prism_seed_phrases``, ``prism_name_linking``,
+``prism_expansion_weight``, ``prism_passage_weight``, ``prism_dense_head``, ``prism_keyword_vectors``,
+``linking_top_k``, ``enable_recognition``, ``recognition_batch_size``.
+"""
+
+from .mode import KIND, OWN_CHUNK_RANKING, augment, retrieve
+
+__all__ = ["KIND", "OWN_CHUNK_RANKING", "augment", "retrieve"]
