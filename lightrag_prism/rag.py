@@ -145,7 +145,8 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
             raise ValueError(f"answer_without_llm must be one of {list(ANSWER_WITHOUT_LLM)}, got "
                              f"{self.answer_without_llm!r}")
         if not isinstance(self.offline_summary_max_tokens, int) or self.offline_summary_max_tokens < 16:
-            raise ValueError(f"offline_summary_max_tokens must be an int >= 16, got {self.offline_summary_max_tokens!r}")
+            raise ValueError("offline_summary_max_tokens must be an int >= 16, got "
+                             f"{self.offline_summary_max_tokens!r}")
         if getattr(self.embedding_func, "model_name", None) == LOCAL_EMBEDDING_MODEL:
             # The local embedder merges concurrent calls into one request to its worker process: let LightRAG
             # send several at once. Each waits behind the request in progress, hence the long timeout.

@@ -1,8 +1,8 @@
 """Description merging for PrismRAG instances (installed around LightRAG's ``_handle_entity_relation_summary``).
 
 **Without an LLM** (the offline stand-in), a description is the most informative distinct fragments within
-``offline_summary_max_tokens`` (:mod:`.extraction.bounded_summary`), chronological first when fragments carry timestamps;
-nothing is sent to the stand-in and nothing grows without bound.
+``offline_summary_max_tokens`` (:mod:`.extraction.bounded_summary`), chronological first when fragments carry
+timestamps; nothing is sent to the stand-in and nothing grows without bound.
 
 **With an LLM and** ``timestamp_aware_summaries=True``, for an entity or relation whose description fragments carry
 ``[Time: ts]`` markers:
