@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .insert.jsonfile import read_json, write_json_atomic
+from .jsonfile import read_json, write_json_atomic
 
 logger = logging.getLogger(__name__)
 

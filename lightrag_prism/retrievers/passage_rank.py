@@ -1,4 +1,5 @@
-"""The ``prism`` mode's seeds and its passage-aware, query-aware PPR (pure numpy/scipy on snapshot arrays).
+"""Seeds, the passage graph and the passage-aware, query-aware PPR of ``prism`` and ``hipporag`` (pure numpy/scipy
+on snapshot arrays).
 
 * **Seeds** (:func:`seed_vector`): HippoRAG 2's fact linking (the ``prism_seed_facts`` facts closest to the query,
   their endpoints weighted by fact score / passage count, the ``prism_seed_phrases`` best kept) plus **name

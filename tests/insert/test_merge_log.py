@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lightrag_prism import PrismRAG
-from lightrag_prism.insert import jsonfile
+from lightrag_prism import jsonfile
 from lightrag_prism.insert.merging.log import LOG_DOCUMENT, MergeLog, description_hash
 from lightrag_prism.insert.merging.union_find import merge_clusters
 from lightrag_prism.plugin_state import FileDocument, plugin_state

@@ -1,4 +1,4 @@
-"""Small JSON state files in the working dir: atomic writes (temp file, fsync, ``os.replace``) and tolerant reads."""
+"""Small JSON files: atomic writes (temp file, fsync, ``os.replace``) and tolerant reads."""
 
 from __future__ import annotations
 
