@@ -107,16 +107,14 @@ class VectorCache:
                     found[vid] = decode_vector(record["return"])
         return found
 
-    async def put(self, index: str, vectors: dict[str, np.ndarray]) -> None:
-        if not vectors:
-            return
-        await self.store.upsert({vector_key(index, vid): _record(vid, encode_vector(vec), "prism_vector")
-                                 for vid, vec in vectors.items()})
-        await self.store.index_done_callback()
-
-    async def delete(self, index: str, ids: list[str]) -> None:
-        if ids:
-            await self.store.delete([vector_key(index, vid) for vid in ids])
+    async def update(self, index: str, vectors: dict[str, np.ndarray], dropped: list[str] = ()) -> None:
+        """Store ``vectors`` and delete the ``dropped`` ids, then flush once (a JSON store rewrites its file)."""
+        if vectors:
+            await self.store.upsert({vector_key(index, vid): _record(vid, encode_vector(vec), "prism_vector")
+                                     for vid, vec in vectors.items()})
+        if dropped:
+            await self.store.delete([vector_key(index, vid) for vid in dropped])
+        if vectors or dropped:
             await self.store.index_done_callback()
 
 

@@ -60,7 +60,7 @@ async def _migrate_index(state: PluginState, folder: Path, name: str) -> bool:
         logger.warning("not migrating unreadable index %s (%s); its vectors will be re-embedded", npz, exc)
         return False
     if isinstance(ids, list) and matrix.ndim == 2 and len(ids) == matrix.shape[0]:
-        await state.vectors.put(name, dict(zip(map(str, ids), matrix.astype(np.float32))))
+        await state.vectors.update(name, dict(zip(map(str, ids), matrix.astype(np.float32))))
     _retire(npz)
     _retire(ids_file)
     return True

@@ -74,8 +74,7 @@ class EmbeddingIndex:
                 self.matrix = np.concatenate(blocks) if blocks else np.zeros((0, self.matrix.shape[-1]), np.float32)
                 self._row = {vid: i for i, vid in enumerate(self.ids)}
                 if self.store is not None:
-                    await self.store.put(self.name, new)
-                    await self.store.delete(self.name, dropped)
+                    await self.store.update(self.name, new, dropped)
                 logger.info("hipporag: index %s now holds %d vectors (%d new, %d embedded)", self.name,
                             len(self.ids), len(missing), len(todo))
             if not ids:
