@@ -134,11 +134,15 @@ class PluginState:
             namespace=PG_NAMESPACE if self.on_postgres else namespace, workspace=rag.workspace,
             embedding_func=rag.embedding_func)
 
+    def _stores(self) -> list:
+        """The distinct storages (one on PostgreSQL)."""
+        return [self.documents_store] + ([self.vectors_store] if self.vectors_store is not self.documents_store else [])
+
     async def initialize(self) -> None:
         async with self._lock:
             if self.ready:
                 return
-            for store in {id(s): s for s in (self.documents_store, self.vectors_store)}.values():
+            for store in self._stores():
                 await store.initialize()
             if self.on_postgres and not self.documents_store.workspace.endswith(PG_WORKSPACE_SUFFIX):
                 # After initialize: PGKVStorage settles its workspace there (PG_WORKSPACE, then ours, then "default").
@@ -148,7 +152,7 @@ class PluginState:
     async def finalize(self) -> None:
         async with self._lock:
             if self.ready:
-                for store in {id(s): s for s in (self.documents_store, self.vectors_store)}.values():
+                for store in self._stores():
                     await store.finalize()
                 self.ready = False
 
