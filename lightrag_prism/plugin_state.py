@@ -172,6 +172,15 @@ class PluginState:
             await document.save(value)
             return value
 
+    async def clear(self, keep: tuple[str, ...] = ()) -> None:
+        """Drop both namespaces, except the documents named in ``keep`` (saved again after the drop)."""
+        kept = {name: await self.document(name).load(None) for name in keep}
+        for store in self._stores():
+            await store.drop()
+        for name, value in kept.items():
+            if value is not None:
+                await self.document(name).save(value)
+
     @property
     def vectors(self) -> VectorCache:
         self._check_ready()

@@ -19,6 +19,7 @@ from .. import patches
 from .group_commit import PACED_MIN_PARALLEL, CommitPolicy, install_group_commit
 from .prefetch import install_prefetch
 from ..plugin_state import PluginState, plugin_state, register, unregister
+from .entity_types.discovery import STATE_DOCUMENT as ENTITY_TYPES_DOCUMENT
 from .entity_types.discovery import discover_entity_types, load_state, read_folder
 from .merging.agentic import agentic_merge, roll_forward
 from .pipeline import InsertHooks, content_key, make_prism_chunker
@@ -68,6 +69,34 @@ async def open_plugin_state(rag) -> None:
     await restore_entity_types(rag)
 
 
+async def clear_derived_state(rag) -> None:
+    """After the graph was dropped (LightRAG Server's "clear documents" drops every LightRAG storage): forget what
+    the plugin derived from the documents. Discovered entity types describe the domain, not the documents: kept."""
+    rag.invalidate_snapshot()
+    rag.__dict__.pop("_prism_hipporag_state", None)  # the in-memory name and fact indexes
+    rag._prism_insert_hooks.timestamps.clear()
+    state = plugin_state(rag)
+    if state.ready:
+        await state.clear(keep=(ENTITY_TYPES_DOCUMENT,))
+
+
+def watch_graph_drop(rag) -> None:
+    """Make ``drop()`` of the instance's graph storage (public API) also clear the plugin's derived state."""
+    graph = rag.chunk_entity_relation_graph
+    if getattr(graph.drop, "_prism_clears_state", False):
+        return
+    drop = graph.drop
+
+    async def drop_and_clear():
+        try:
+            return await drop()
+        finally:
+            await clear_derived_state(rag)
+
+    drop_and_clear._prism_clears_state = True
+    graph.drop = drop_and_clear
+
+
 async def close_plugin_state(rag) -> None:
     unregister(rag)
     await plugin_state(rag).finalize()
@@ -96,6 +125,7 @@ class InsertFeaturesMixin:
     async def initialize_storages(self):
         await super().initialize_storages()
         await open_plugin_state(self)
+        watch_graph_drop(self)
         if self.group_commit:
             self._prism_flushes = install_group_commit(self, self._prism_commit_policy)
         feed = partial(index_items, self) if self.prepare_query_indexes else None

@@ -75,14 +75,14 @@ def server_log(root: Path) -> str:
 
 
 def wait_processed(client: httpx.Client, count: int, timeout: float = PROCESS_TIMEOUT) -> dict:
-    """Poll the pipeline until ``count`` documents are processed (fail fast on a failed one)."""
+    """Poll the pipeline until ``count`` documents are processed and it is idle (fail fast on a failed one)."""
     deadline = time.monotonic() + timeout
     while True:
         counts = client.get("/documents/status_counts").json()["status_counts"]
         if counts.get("failed"):
             raise AssertionError(f"a document failed: {counts}")
-        if counts.get("processed", 0) >= count:
-            return counts
+        if counts.get("processed", 0) >= count and not client.get("/documents/pipeline_status").json()["busy"]:
+            return counts  # processed, and the pipeline run (flushes, query indexes) over
         if time.monotonic() > deadline:
             raise AssertionError(f"documents not processed in {timeout} s: {counts}")
         time.sleep(0.3)

@@ -132,3 +132,24 @@ async def test_an_instance_that_was_never_opened_says_so(tmp_path):
     rag = PrismRAG(working_dir=str(tmp_path), embedding_func=hash_embedding_func())
     with pytest.raises(RuntimeError, match="initialize_storages"):
         await open_merge_state(rag)
+
+
+@pytest.mark.parametrize("stack", [None, "postgres"])
+async def test_dropping_the_graph_clears_derived_state_and_keeps_entity_types(servers, scripted_server, stack,  # noqa: F811
+                                                                              tmp_path):
+    rag = await _writer(scripted_server, tmp_path, f"c{uuid.uuid4().hex[:8]}", stack)
+    try:
+        await _write_every_kind_of_state(rag, scripted_server)
+        state, facts = plugin_state(rag), list(hippo_state(rag).fact_index.ids)
+        assert facts and await state.vectors.get(FACT_INDEX, facts)
+        await rag.chunk_entity_relation_graph.drop()  # what LightRAG Server's "clear documents" does, among others
+        for name in ("merge_log", "merge_plans", "aliases", "doc_timestamps"):
+            assert await state.document(name).load(None) is None, name
+        assert await state.vectors.get(FACT_INDEX, facts) == {}
+        assert rag._prism_insert_hooks.timestamps == {}
+        assert "FinancialMetric" in (await state.document("entity_types").load(None))["guidance"]  # kept
+        asked = len(scripted_server.chat_requests())
+        await rag.aentity_type_aug(texts=DOCS, force_refresh=True)
+        assert len(scripted_server.chat_requests()) == asked  # LightRAG's own LLM cache was left alone
+    finally:
+        await rag.finalize_storages()
