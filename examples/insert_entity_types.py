@@ -30,9 +30,11 @@ def main():
         print("types now:", result["entity_types"])
         again = rag.entity_type_aug(texts=DOCS)
         print("second call: analysed", again["analysed"], "skipped", again["skipped"])
-        reopened = PrismRAG(**kwargs)
-        print("new instance sees:", "FinancialMetric" in reopened.addon_params["entity_types_guidance"])
         loop.run_until_complete(rag.finalize_storages())
+        reopened = PrismRAG(**kwargs)
+        loop.run_until_complete(reopened.initialize_storages())  # the saved types are reloaded here
+        print("new instance sees:", "FinancialMetric" in reopened.addon_params["entity_types_guidance"])
+        loop.run_until_complete(reopened.finalize_storages())
         pending = asyncio.all_tasks(loop)  # LightRAG's LLM queue workers
         for task in pending:
             task.cancel()
