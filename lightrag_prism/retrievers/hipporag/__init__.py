@@ -9,8 +9,9 @@ Stages, in order:
 4. ranking (``mode.py``): seeds from the kept facts (+ name linking), dense passage scores, Personalized PageRank;
    passages ranked by their PPR mass.
 
-Knobs (``PrismQueryParam``): ``linking_top_k``, ``max_filtered_facts``, ``top_seed_phrases``,
-``passage_node_weight``, ``hipporag_damping``, ``hipporag_dense_head``, ``hipporag_name_linking``.
+Knobs (``PrismQueryParam``): ``linking_top_k``, ``max_filtered_facts``, ``enable_fact_filter``,
+``top_seed_phrases``, ``passage_node_weight``, ``hipporag_damping``, ``hipporag_dense_head``,
+``hipporag_name_linking``.
 """
 
 from .mode import KIND, retrieve
