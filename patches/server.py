@@ -27,7 +27,7 @@ from dataclasses import fields
 from enum import Enum
 from typing import Any, Callable, Optional
 
-from .private import check_lightrag, check_symbol
+from .private import _fail, check_lightrag, check_symbol, wrap_once
 
 # Module globals replaced here (name, kind). Checked by check_server_symbols before anything is replaced.
 SERVER_GLOBALS = [
@@ -52,8 +52,6 @@ def check_server_symbols() -> None:
     check_lightrag()
     for module_name, name in SERVER_GLOBALS:
         if not hasattr(importlib.import_module(module_name), name):
-            from .private import _fail
-
             _fail(f"but {module_name}.{name} is missing (the server integration needs it)")
     check_symbol("lightrag.api.routers.ollama_api", "parse_query_mode", OLLAMA_PARSE_PARAMS)
     check_symbol("lightrag.api.routers.document_routes", "pipeline_index_texts", PIPELINE_INDEX_TEXTS_PARAMS)
@@ -126,7 +124,6 @@ def prism_parse_query_mode(original: Callable, modes: type[Enum]) -> Callable:
                 return rest.lstrip(), mode, only_context, user_prompt
         return original(query)
 
-    parse_query_mode.__wrapped__ = original
     return parse_query_mode
 
 
@@ -189,7 +186,6 @@ def claiming_timestamps(original):
             await PENDING_TIMESTAMPS.claim(rag, list(texts))
         return await original(rag, texts, *args, **kwargs)
 
-    pipeline_index_texts.__wrapped__ = original
     return pipeline_index_texts
 
 
@@ -211,24 +207,25 @@ def install(make_rag: Callable[..., Any], add_routes: Callable[[Any, Any, Any], 
         built.append(make_rag(**kwargs))
         return built[-1]
 
-    original_create_app = lightrag_server.create_app
+    def adding_routes(original_create_app):
+        def create_app(args):
+            app = original_create_app(args)
+            add_routes(app, built[-1], args)
+            return app
 
-    def create_app(args):
-        app = original_create_app(args)
-        add_routes(app, built[-1], args)
-        return app
+        return create_app
 
-    create_app._lightrag_prism_wrapped = True
+    wrap_once(lightrag_server, "create_app", adding_routes)  # marks it: a second install returns above
     lightrag_server.LightRAG = build_rag
-    lightrag_server.create_app = create_app
     query_routes.QueryRequest = prism_query_request(query_routes.QueryRequest)
-    ollama_api.parse_query_mode = prism_parse_query_mode(ollama_api.parse_query_mode, plugin_search_modes())
+    modes = plugin_search_modes()
+    wrap_once(ollama_api, "parse_query_mode", lambda original: prism_parse_query_mode(original, modes))
     # LightRAG's token estimate builds a tiktoken encoder that downloads its vocabulary on first use.
     ollama_api._ESTIMATE_TOKENIZER = OfflineTokenizer()
     document_routes.PROCESS_OPTION_CHUNK_FIXED = _custom_chunking_option()
     document_routes.InsertTextRequest, document_routes.InsertTextsRequest = timestamped_text_requests(
         document_routes.InsertTextRequest, document_routes.InsertTextsRequest)
-    document_routes.pipeline_index_texts = claiming_timestamps(document_routes.pipeline_index_texts)
+    wrap_once(document_routes, "pipeline_index_texts", claiming_timestamps)
 
 
 def _custom_chunking_option() -> str:
