@@ -166,13 +166,14 @@ def configure_logging(verbose: bool) -> None:
 
 def describe_failure(exc: BaseException) -> str:
     """One line: what failed and what to do. LLM/endpoint faults name the endpoint."""
+    from .backends.openai_compat import DEFAULT_BASE_URL
     from .llm_faults import root_cause
 
     name = type(exc).__name__
     cause = root_cause(exc)
     module = type(cause).__module__
     if module.startswith(("openai", "httpx", "httpcore", "aiohttp")):
-        endpoint = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
+        endpoint = os.environ.get("OPENAI_BASE_URL", DEFAULT_BASE_URL)
         model = os.environ.get("PRISM_LLM_MODEL", "")
         return (f"the LLM endpoint {endpoint} (model {model!r}) failed: {type(cause).__name__}: {cause}. "
                 f"Check OPENAI_BASE_URL, OPENAI_API_KEY and PRISM_LLM_MODEL, or unset PRISM_LLM_MODEL to run offline")

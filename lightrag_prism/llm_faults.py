@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from lightrag.llm_roles import ROLES
 
+from .backends.openai_compat import DEFAULT_BASE_URL
 from .errors import LLMCallError
 
 ENDPOINT_ATTRIBUTE = "prism_llm_endpoint"
@@ -23,7 +24,7 @@ def endpoint_of(func: Callable[..., Any]) -> str:
     """What to call the LLM in a message: its endpoint and model when known, else the function's name."""
     base_url, model = getattr(func, "base_url", None), getattr(func, "model_name", None)
     if base_url or model:
-        return f"{base_url or 'https://api.openai.com/v1'} (model {model!r})"
+        return f"{base_url or DEFAULT_BASE_URL} (model {model!r})"
     return f"llm_model_func {getattr(func, '__qualname__', repr(func))}"
 
 

@@ -40,6 +40,7 @@ def llm_from_env(environ=os.environ):
 
 
 DEFAULT_MAX_RETRIES = 2
+DEFAULT_BASE_URL = "https://api.openai.com/v1"  # what the OpenAI client uses without OPENAI_BASE_URL
 
 
 def _number(name: str, text: str | None, kind, default):
@@ -73,8 +74,7 @@ def openai_compatible_llm(model: str, base_url: str | None = None, api_key: str 
         return await send(model, prompt, system_prompt=system_prompt, history_messages=history_messages or [],
                           base_url=base_url, api_key=api_key, **kwargs)
 
-    complete.model_name, complete.base_url = model, base_url or "https://api.openai.com/v1"
-    complete.max_retries = max_retries
+    complete.model_name, complete.base_url = model, base_url or DEFAULT_BASE_URL
     return complete
 
 
