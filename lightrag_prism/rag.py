@@ -61,6 +61,7 @@ OFFLINE_PARALLEL_INSERT = OFFLINE_PARALLEL_ANALYZE = OFFLINE_SCHEDULING_PAGE
 OFFLINE_PARALLEL_PARSE = 256
 LOCAL_EMBEDDING_CONCURRENCY = 16  # concurrent calls into the local embedder (merged into one worker request)
 ANSWER_WITHOUT_LLM = ("raise", "context")
+NO_LLM = "no LLM configured"  # the fallback reason when no LLM is configured (the note then says so)
 NO_LLM_NOTE = ("[lightrag_prism] No LLM is configured, so no answer was generated. Below is the context retrieved "
                "for the query. Set PRISM_LLM_MODEL (and OPENAI_BASE_URL) to get answers.")
 
@@ -202,7 +203,7 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
             param.mode not in STOCK_MODES and mode_kind(param.mode) == "kg")
         if not uses_keywords or param.hl_keywords or param.ll_keywords:
             return query, param, fallbacks
-        reason = None if self.llm_configured else "no LLM configured"
+        reason = None if self.llm_configured else NO_LLM
         if reason is None and self._guarded(param):
             try:
                 param.hl_keywords, param.ll_keywords = await get_keywords_from_query(
@@ -269,7 +270,7 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         if answers and not self.llm_configured:
             if self.answer_without_llm == "raise":
                 raise LLMNotConfiguredError(f"Answering a query (mode {param.mode!r})")
-            return await self._context_instead_of_answer(query, param, "no LLM configured")
+            return await self._context_instead_of_answer(query, param, NO_LLM)
         try:
             # LightRAG's own aquery_llm turns every error into a failure dict: only unguarded stock queries use it
             if param.mode in STOCK_MODES and not (self._needs_hooks(param) or fallbacks or self._guarded(param)):
@@ -300,7 +301,7 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
     async def _context_instead_of_answer(self, query: str, param: PrismQueryParam, reason: str) -> dict[str, Any]:
         """``answer_without_llm="context"``: the aquery_llm result with the retrieved context as its content."""
         if param.mode == "bypass":  # nothing is retrieved in bypass mode
-            result: dict[str, Any] = {"status": "success", "message": "no LLM configured", "data": {},
+            result: dict[str, Any] = {"status": "success", "message": NO_LLM, "data": {},
                                       "metadata": {"mode": "bypass"}}
             context = ""
         else:
@@ -308,7 +309,7 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
             context = (result.get("llm_response") or {}).get("content") or ""
         result.setdefault("metadata", {}).setdefault("prism", {}).setdefault("fallbacks", []).append(
             {"step": "answer", "reason": f"{reason}: retrieved context returned instead"})
-        note = NO_LLM_NOTE if reason == "no LLM configured" else LLM_FAILED_NOTE.format(reason=reason)
+        note = NO_LLM_NOTE if reason == NO_LLM else LLM_FAILED_NOTE.format(reason=reason)
         result["llm_response"] = {"content": f"{note}\n\n{context}".rstrip(), "response_iterator": None,
                                   "is_streaming": False, "llm_generated": False}
         return result

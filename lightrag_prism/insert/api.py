@@ -23,6 +23,7 @@ from .entity_types.discovery import STATE_DOCUMENT as ENTITY_TYPES_DOCUMENT
 from .entity_types.discovery import discover_entity_types, load_state, read_folder
 from .merging.agentic import agentic_merge, roll_forward
 from .pipeline import InsertHooks, content_key, make_prism_chunker
+from ..retrievers.hipporag.graph import forget_hippo_state
 from ..retrievers.query_state import index_items, prepare_query_state
 from .merging.rebuild import aliases_read_once
 from .recovery import repair_recovery_anchors
@@ -73,7 +74,7 @@ async def clear_derived_state(rag) -> None:
     """After the graph was dropped (LightRAG Server's "clear documents" drops every LightRAG storage): forget what
     the plugin derived from the documents. Discovered entity types describe the domain, not the documents: kept."""
     rag.invalidate_snapshot()
-    rag.__dict__.pop("_prism_hipporag_state", None)  # the in-memory name and fact indexes
+    forget_hippo_state(rag)
     rag._prism_insert_hooks.timestamps.clear()
     state = plugin_state(rag)
     if state.ready:

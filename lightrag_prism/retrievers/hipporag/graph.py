@@ -107,14 +107,22 @@ class HippoState:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
+STATE_ATTRIBUTE = "_prism_hipporag_state"
+
+
 def hippo_state(rag) -> HippoState:
-    state = rag.__dict__.get("_prism_hipporag_state")
+    state = rag.__dict__.get(STATE_ATTRIBUTE)
     if state is None:
         owner = rag.__dict__.get("_prism_state")  # None: a duck-typed instance (tests, tools) keeps them in memory
         vectors = owner.vectors if owner is not None else None
         state = HippoState(EmbeddingIndex(NAME_INDEX, vectors), EmbeddingIndex(FACT_INDEX, vectors))
-        rag.__dict__["_prism_hipporag_state"] = state
+        rag.__dict__[STATE_ATTRIBUTE] = state
     return state
+
+
+def forget_hippo_state(rag) -> None:
+    """Drop the instance's in-memory indexes and synonym pairs (the next use starts from the vector store)."""
+    rag.__dict__.pop(STATE_ATTRIBUTE, None)
 
 
 @dataclass
