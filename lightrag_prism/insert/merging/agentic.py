@@ -196,9 +196,11 @@ async def _judge_all(rag, log: MergeLog, snapshot, pairs, min_confidence: float,
         ok = decision["merge"] and decision["confidence"] >= min_confidence
         canonical = decision["canonical_name"] if decision["canonical_name"] in (names[i], names[j]) else None
         await log.record(names[i], names[j], "merge" if ok else "refuse", decision["confidence"], canonical,
-                   hashes[i], hashes[j])
+                         hashes[i], hashes[j], save=False)
         if ok:
             accepted.append((names[i], names[j], decision["confidence"], canonical))
+    if todo:
+        await log.save()  # one write for all the decisions (each write stores the whole log)
     report["judged"] = len(todo)
     return accepted
 

@@ -130,8 +130,11 @@ class MergeLog:
         canonical: str | None = None,
         desc_hash_a: str = "",
         desc_hash_b: str = "",
+        *,
+        save: bool = True,
     ) -> Decision:
-        """Store (or replace) the decision for the pair ``{a, b}`` and persist it."""
+        """Store (or replace) the decision for the pair ``{a, b}`` and persist it (``save=False``: in memory until
+        :meth:`save` or the next journal write, for many decisions in a row)."""
         if decision not in DECISIONS:
             raise ValueError(f"decision must be one of {list(DECISIONS)}, got {decision!r}")
         if a == b:
@@ -141,8 +144,13 @@ class MergeLog:
         rec = Decision(first, second, decision, float(confidence), canonical, hashes, self._clock())
         async with self._lock:
             self._decisions[(first, second)] = rec
-            await self._save()
+            if save:
+                await self._save()
         return rec
+
+    async def save(self) -> None:
+        async with self._lock:
+            await self._save()
 
     def get(self, a: str, b: str) -> Decision | None:
         """The stored decision for ``{a, b}`` (either order), or None."""
