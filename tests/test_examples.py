@@ -15,6 +15,7 @@ EXPECTED = {  # example -> a line fragment its output must contain
     "insert_agentic_merging.py": "merged ['Acme Corp', 'Acme Corporation'] -> Acme Corporation",
     "insert_entity_types.py": "new instance sees: True",
     "insert_table_chunking.py": "TABLE chunk",
+    "llm_faults.py": "LLMCallError: http://127.0.0.1:9/v1 (model 'any-model') APIConnectionError",
     "insert_timestamps.py": "chunks in context: ['[Time: 2024-Q3]', '[Time: 2024-Q2]']",
     "query_modes.py": "prism: 4 chunks",
 }
