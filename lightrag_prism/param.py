@@ -46,6 +46,7 @@ class PrismQueryParam(QueryParam):
     prism_expansion_weight: float = 0.15
     prism_passage_weight: float = 0.1
     prism_dense_head: int = 2
+    prism_head_seed_weight: float = 1.0  # the dense head's share of the PPR personalization, x the entity seeds'
     prism_keyword_vectors: bool = False
 
     # --- HippoRAG 2 (hipporag mode); HippoRAG 2's settings: linking_top_k=5, passage_node_weight=0.05,
@@ -93,7 +94,7 @@ class PrismQueryParam(QueryParam):
             value = getattr(self, name)
             if value is not None and not 0.0 < value < 1.0:
                 raise ValueError(f"{name} must be in (0, 1), got {value!r}")
-        for name in ("ppr_edge_floor", "prism_expansion_weight", "prism_passage_weight"):
+        for name in ("ppr_edge_floor", "prism_expansion_weight", "prism_passage_weight", "prism_head_seed_weight"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < float("inf"):
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")

@@ -12,8 +12,8 @@ on snapshot arrays).
   ``static + cooccurrence * edge_factor[edge]`` with ``edge_factor = max(cos(relation, query), 0) + floor``, so the
   query-aware factor multiplies the fact edges' co-occurrence weight and never touches synonym/passage edges.
 * **Ranking** (:func:`passage_ppr`): one PPR whose personalization is the entity weights (seeds plus the
-  multi-hop/FastRP expansion) and ``prism_passage_weight * minmax(dense)`` on the passages; the passage part ranks
-  the chunks, the entity part is the PPR perspective.
+  multi-hop/FastRP expansion) and, on the passages, ``prism_passage_weight * minmax(dense)`` plus the **head seeds**
+  (:func:`passage_personalization`); the passage part ranks the chunks, the entity part is the PPR perspective.
 """
 
 from __future__ import annotations
@@ -120,6 +120,21 @@ def build_passage_graph(snap: GraphSnapshot, synonyms: sp.csr_matrix, incidence:
     indptr = np.concatenate([[0], np.cumsum(np.bincount(keys // size, minlength=size))])
     return PassageGraph(n, indptr, keys % size, np.bincount(inverse, static_part, keys.size),
                         np.bincount(inverse, fact_part, keys.size), edge_of)
+
+
+def passage_personalization(dense: np.ndarray, weight: float, head: int, head_mass: float) -> np.ndarray:
+    """(P,) passage part of the personalization: ``weight * minmax(dense)`` on every passage, plus ``head_mass``
+    split evenly over the ``head`` best passages by dense score.
+
+    The dense prior alone is spread over the whole corpus, so the passages shown first (the dense head) pass little
+    to the entities they mention. Seeding them like the linked entities lets the walk cross the bridge of a
+    two-hop question: "...resigned to become a lobbyist for Boston Beer Company" -> the Boston Beer Company passage.
+    """
+    out = weight * minmax(dense)
+    best = top_indices(dense, head)
+    if best.size:
+        out[best] += head_mass / best.size
+    return out
 
 
 def passage_ppr(graph: PassageGraph, entity_weights: np.ndarray, passage_weights: np.ndarray,

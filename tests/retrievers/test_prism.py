@@ -275,3 +275,25 @@ async def test_prism_on_a_graph_without_relations(tmp_path):
         assert [c["content"] for c in result["data"]["chunks"]] == ["Alice Vance paints."]
     finally:
         await rag.finalize_storages()
+
+
+async def test_the_dense_head_seeds_the_walk_with_the_entity_seeds_mass(rag, monkeypatch):
+    query = "What stream passes Alice Vance's birthplace?"
+    calls = []
+    real = prism.pr.passage_ppr
+
+    def spy(graph, entity_weights, passage_weights, edge_factor, damping):
+        calls.append((entity_weights.copy(), passage_weights.copy()))
+        return real(graph, entity_weights, passage_weights, edge_factor, damping)
+
+    monkeypatch.setattr(prism.pr, "passage_ppr", spy)
+    result = await rag.aquery_data(query, qp_one_seed(chunk_top_k=5))
+    off = await rag.aquery_data(query, qp_one_seed(chunk_top_k=5, prism_head_seed_weight=0.0))
+    (entities, passages), (_, passages_off) = calls
+    head = {chunk_ids(result)[0], chunk_ids(result)[1]}  # prism_dense_head=2: the two best dense chunks go first
+    assert head == set(dense_order(query)[:2]) and chunk_ids(off)[:2] == chunk_ids(result)[:2]
+    extra = passages - passages_off
+    hippo = await prism.hipporag_graph(rag, await rag.graph_snapshot())
+    extra_by_id = dict(zip(hippo.passage_ids, extra))
+    assert {cid for cid, mass in extra_by_id.items() if mass > 0} == head
+    assert sum(extra_by_id[c] for c in head) == pytest.approx(entities.sum())

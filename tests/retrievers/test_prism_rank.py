@@ -93,3 +93,35 @@ def test_top_indices_and_minmax():
     assert pr.top_indices(scores, 0).size == 0
     assert pr.minmax(np.array([1.0, 3.0])).tolist() == [0.0, 1.0]
     assert pr.minmax(np.array([2.0, 2.0])).tolist() == [0.0, 0.0]
+
+
+def test_passage_personalization_adds_the_head_mass_to_the_best_dense_passages():
+    dense = np.array([0.2, 0.9, 0.5, 0.7])
+    got = pr.passage_personalization(dense, 0.1, 2, 3.0)
+    prior = 0.1 * (dense - 0.2) / 0.7
+    assert np.allclose(got, prior + np.array([0.0, 1.5, 0.0, 1.5]))
+    assert np.allclose(pr.passage_personalization(dense, 0.1, 0, 3.0), prior)  # no head: the dense prior only
+    assert np.allclose(pr.passage_personalization(dense, 0.1, 9, 4.0), prior + 1.0)  # head larger than the corpus
+
+
+def test_head_seeds_let_the_walk_reach_the_passage_behind_the_best_one():
+    """p0 (best dense) names Kathi; Kathi -> Harbor is a fact; Harbor's passage p1 has a weak dense score and no
+    other link. The seed entity is elsewhere. Without head seeds the decoy p2 (dense 0.45, no links) outranks p1;
+    with them, p1 does: the bridge of a two-hop question."""
+    nodes = [{"id": "Seed", "source_id": "p3"}, {"id": "Kathi", "source_id": "p0"},
+             {"id": "Harbor", "source_id": "p1"}, {"id": "Decoy", "source_id": "p2"}]
+    snap = build_snapshot(nodes, [{"source": "Kathi", "target": "Harbor", "weight": 1.0, "source_id": "p0"}])
+    n, p = snap.num_nodes, len(snap.chunk_ids)
+    inc = sp.csr_matrix((np.ones(snap.entity_chunks.nnz), snap.entity_chunks.indices, snap.entity_chunks.indptr),
+                        shape=(n, p))
+    graph = pr.build_passage_graph(snap, sp.csr_matrix((n, n)), inc)
+    dense = np.array([{"p0": 1.0, "p1": 0.2, "p2": 0.45, "p3": 0.0}[c] for c in snap.chunk_ids])
+    seeds = np.zeros(n)
+    seeds[snap.node_index["Seed"]] = 1.0
+    ranks = {}
+    for head_mass in (0.0, 1.0):
+        passages = pr.passage_personalization(dense, 0.1, 1, head_mass)
+        _, scores = pr.passage_ppr(graph, seeds, passages, np.ones(snap.num_edges), damping=0.5)
+        ranks[head_mass] = dict(zip(snap.chunk_ids, scores))
+    assert ranks[0.0]["p2"] > ranks[0.0]["p1"]
+    assert ranks[1.0]["p1"] > ranks[1.0]["p2"]

@@ -224,7 +224,8 @@ async def retrieve(ctx) -> Retrieval:
 
     def passage_aware_ppr(feed: np.ndarray) -> np.ndarray:
         entity_weights = _ppr_feed(seed_vec, feed, pr.entity_num_chunks(snap), param.prism_expansion_weight)
-        passage_weights = param.prism_passage_weight * pr.minmax(dense)
+        passage_weights = pr.passage_personalization(dense, param.prism_passage_weight, param.prism_dense_head,
+                                                     param.prism_head_seed_weight * entity_weights.sum())
         entity, passages = pr.passage_ppr(hippo.structure, entity_weights, passage_weights,
                                           px.edge_factor(sig.rel_sim, param.ppr_edge_floor), knobs["ppr_damping"])
         passage_scores["ppr"] = passages
