@@ -25,7 +25,8 @@ import base64
 import hashlib
 import json
 import logging
-from typing import Any, Callable
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Callable
 
 import numpy as np
 
@@ -95,6 +96,21 @@ class VectorCache:
 
     def __init__(self, store) -> None:
         self.store = store
+        self._deferring = 0
+        self._unflushed = False
+
+    @asynccontextmanager
+    async def one_flush(self) -> AsyncIterator[None]:
+        """Updates inside the block share one flush at its end: a JSON store rewrites its whole file per flush, and
+        an insert syncs two indexes (names and facts) into the same store."""
+        self._deferring += 1
+        try:
+            yield
+        finally:
+            self._deferring -= 1
+            if not self._deferring and self._unflushed:
+                self._unflushed = False
+                await self.store.index_done_callback()
 
     async def get(self, index: str, ids: list[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}
@@ -108,13 +124,17 @@ class VectorCache:
         return found
 
     async def update(self, index: str, vectors: dict[str, np.ndarray], dropped: list[str] = ()) -> None:
-        """Store ``vectors`` and delete the ``dropped`` ids, then flush once (a JSON store rewrites its file)."""
+        """Store ``vectors`` and delete the ``dropped`` ids, then flush once (or at the end of :meth:`one_flush`)."""
         if vectors:
             await self.store.upsert({vector_key(index, vid): _record(vid, encode_vector(vec), "prism_vector")
                                      for vid, vec in vectors.items()})
         if dropped:
             await self.store.delete([vector_key(index, vid) for vid in dropped])
-        if vectors or dropped:
+        if not (vectors or dropped):
+            return
+        if self._deferring:
+            self._unflushed = True
+        else:
             await self.store.index_done_callback()
 
 
@@ -203,8 +223,16 @@ def state_of_chunk_store(text_chunks) -> PluginState | None:
     return _BY_CHUNK_STORE.get(id(text_chunks))
 
 
+STATE_ATTRIBUTE = "_prism_state"  # where PrismRAG keeps its PluginState
+
+
+def find_plugin_state(rag) -> PluginState | None:
+    """The instance's plugin state, or None for an object that has none (duck-typed instances in tests, tools)."""
+    return rag.__dict__.get(STATE_ATTRIBUTE)
+
+
 def plugin_state(rag) -> PluginState:
-    state = rag.__dict__.get("_prism_state")
+    state = find_plugin_state(rag)
     if state is None:
         raise RuntimeError("this LightRAG instance has no plugin state (not a lightrag_prism.LightRAG)")
     return state

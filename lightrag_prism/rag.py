@@ -34,7 +34,7 @@ from .insert.extraction import extractor_status
 from .keywords import extract_keywords
 from .llm_faults import call_error, describe_cause, endpoint_of, llm_fault_endpoint, mark_llm_faults
 from .param import KG_STOCK_MODES, STOCK_MODES, PrismQueryParam, perspectives_enabled
-from .plugin_state import PluginState
+from .plugin_state import STATE_ATTRIBUTE as PLUGIN_STATE_ATTRIBUTE, PluginState
 from .query import PrismHooks, active_hooks, annotate, mode_kind
 from .retrievers import check_mode
 from .snapshot import GraphSnapshot, SnapshotCache
@@ -158,7 +158,7 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         install_insert_features(self)
         super().__post_init__(addon_params)
         self._snapshots = SnapshotCache(self.chunk_entity_relation_graph)
-        self._prism_state = PluginState(self)  # opened by initialize_storages
+        setattr(self, PLUGIN_STATE_ATTRIBUTE, PluginState(self))  # opened by initialize_storages
 
     def _offline_pipeline_settings(self) -> None:
         """Without a real LLM, extraction is local and fast: keep many documents in flight (see the constants)."""

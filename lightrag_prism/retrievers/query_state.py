@@ -21,6 +21,7 @@ state lazily.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 from typing import Iterator
@@ -69,8 +70,11 @@ async def prepare_query_state(rag, full_gc: bool = False) -> bool:
     ``full_gc`` after a large insert (see below); a small one leaves too few objects for a collection to be due."""
     try:
         snapshot = await rag.graph_snapshot()
-        await asyncio.gather(hipporag_graph(rag, snapshot), fact_view(rag, snapshot), entity_matrix(rag, snapshot),
-                             relation_matrix(rag, snapshot), chunk_matrix(rag, snapshot))  # fidelis, prism
+        store = hippo_state(rag).fact_index.store
+        async with store.one_flush() if store is not None else contextlib.nullcontext():  # names and facts
+            await asyncio.gather(hipporag_graph(rag, snapshot), fact_view(rag, snapshot),
+                                 entity_matrix(rag, snapshot), relation_matrix(rag, snapshot),
+                                 chunk_matrix(rag, snapshot))  # the last three: fidelis, prism
         await asyncio.to_thread(warm_snapshot, rag, snapshot)
         # The insert left many new long-lived objects, so Python's next full collection is due: run it here, as
         # part of the insert, rather than inside the first query (once measured at 3x a warm query after 3,000

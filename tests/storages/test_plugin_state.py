@@ -153,3 +153,36 @@ async def test_dropping_the_graph_clears_derived_state_and_keeps_entity_types(se
         assert len(scripted_server.chat_requests()) == asked  # LightRAG's own LLM cache was left alone
     finally:
         await rag.finalize_storages()
+
+
+async def test_index_updates_inside_one_flush_share_a_single_flush():
+    from lightrag_prism.plugin_state import VectorCache
+
+    class Store:
+        def __init__(self):
+            self.rows, self.flushes = {}, 0
+
+        async def upsert(self, data):
+            self.rows.update(data)
+
+        async def delete(self, ids):
+            for key in ids:
+                self.rows.pop(key, None)
+
+        async def index_done_callback(self):
+            self.flushes += 1
+
+    store = Store()
+    cache = VectorCache(store)
+    vec = np.ones(4, np.float32)
+    await cache.update("names", {"a": vec})
+    assert store.flushes == 1  # alone: flushed at once
+    async with cache.one_flush():
+        await cache.update("names", {"b": vec}, dropped=["a"])
+        await cache.update("facts", {"f": vec})
+        await cache.update("facts", {})  # nothing changed
+        assert store.flushes == 1
+    assert store.flushes == 2 and len(store.rows) == 2  # names:b and facts:f
+    async with cache.one_flush():
+        pass
+    assert store.flushes == 2  # nothing written: no flush

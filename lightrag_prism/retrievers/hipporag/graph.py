@@ -32,6 +32,7 @@ from lightrag.base import DocStatus
 
 from ...graph import knn
 from ...graph.ppr import Transition, transition_matrix
+from ...plugin_state import find_plugin_state
 from ...snapshot import GraphSnapshot
 from ...vectors import vectors_by_id
 from .index import EmbeddingIndex
@@ -113,7 +114,7 @@ STATE_ATTRIBUTE = "_prism_hipporag_state"
 def hippo_state(rag) -> HippoState:
     state = rag.__dict__.get(STATE_ATTRIBUTE)
     if state is None:
-        owner = rag.__dict__.get("_prism_state")  # None: a duck-typed instance (tests, tools) keeps them in memory
+        owner = find_plugin_state(rag)  # None: a duck-typed instance (tests, tools) keeps them in memory
         vectors = owner.vectors if owner is not None else None
         state = HippoState(EmbeddingIndex(NAME_INDEX, vectors), EmbeddingIndex(FACT_INDEX, vectors))
         rag.__dict__[STATE_ATTRIBUTE] = state
