@@ -176,7 +176,7 @@ async def discover_entity_types(rag, texts: list[str], force_refresh: bool = Fal
     guidance = build_guidance(base, discovered)
     rag.addon_params["entity_types_guidance"] = guidance
     await save_state(rag, {"base_guidance": base, "discovered": discovered, "guidance": guidance,
-                                 "analysed": sorted(analysed)})
+                           "analysed": sorted(analysed)})
     result["entity_types"] = list(guidance_types(guidance).values())
     result["guidance"] = guidance
     return result

@@ -91,11 +91,9 @@ def dense_head(ppr: np.ndarray, dense: np.ndarray, head: int) -> np.ndarray:
     """
     if head <= 0 or dense.size == 0:
         return ppr
-    head = min(head, dense.size)
-    top = np.argpartition(-dense, head - 1)[:head]
-    top = top[np.argsort(-dense[top], kind="stable")]
+    top = top_indices(dense, head)  # the passages prism's head seeds go to (passage_rank.passage_personalization)
     scores = ppr.astype(np.float64, copy=True)
-    scores[top] = float(ppr.max()) + 1.0 + np.arange(head, 0, -1, dtype=np.float64)
+    scores[top] = float(ppr.max()) + 1.0 + np.arange(len(top), 0, -1, dtype=np.float64)
     return scores
 
 
