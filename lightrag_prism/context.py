@@ -36,7 +36,14 @@ class QueryContext:
         return self.rag.llm_configured
 
     async def snapshot(self) -> GraphSnapshot:
-        return await self.rag.graph_snapshot()
+        """The instance's graph snapshot; if other processes' writes could not be checked or loaded, the answer
+        comes from the last snapshot this process has, and the fallbacks say so (once per query)."""
+        snapshot = await self.rag.graph_snapshot()
+        watcher = getattr(self.rag, "version_watcher", None)
+        failure = watcher.failure if watcher is not None else None
+        if failure and not any(f["step"] == "freshness" for f in self.retrieval.metadata.get("fallbacks", [])):
+            self.retrieval.record_fallback("freshness", f"{failure}: answered from this process's last snapshot")
+        return snapshot
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         """Embed texts as queries (cached per query), returning L2-normalised rows."""

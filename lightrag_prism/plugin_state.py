@@ -30,12 +30,13 @@ from typing import Any, AsyncIterator, Callable
 
 import numpy as np
 
+from .coordination import PG_KV_CLASS, shared_lock
 from .jsonfile import read_json, write_json_atomic
 
 logger = logging.getLogger(__name__)
 
 STATE_NAMESPACE, VECTOR_NAMESPACE = "prism_state", "prism_vectors"
-PG_KV_CLASS, PG_NAMESPACE, PG_WORKSPACE_SUFFIX = "PGKVStorage", "llm_response_cache", "_prism"
+PG_NAMESPACE, PG_WORKSPACE_SUFFIX = "llm_response_cache", "_prism"
 READ_BATCH = 1000  # ids per get_by_ids call (one SQL query / one Redis pipeline)
 
 
@@ -147,7 +148,7 @@ class PluginState:
         self.vectors_store = self.documents_store if self.on_postgres else self._storage(rag, VECTOR_NAMESPACE)
         self._vectors = VectorCache(self.vectors_store)
         self.ready = False
-        self._lock, self._write_lock = asyncio.Lock(), asyncio.Lock()
+        self._lock = asyncio.Lock()
 
     def _storage(self, rag, namespace: str):
         return rag.key_string_value_json_storage_cls(
@@ -184,9 +185,23 @@ class PluginState:
         self._check_ready()
         return KVDocument(self.documents_store, name)
 
+    def lock(self, name: str):
+        """``async with state.lock(name):`` held by one process at a time among all that share these storages
+        (``coordination.shared_lock``)."""
+        self._check_ready()
+        return shared_lock(self.documents_store, name)
+
+    async def save_documents(self, values: dict[str, Any]) -> None:
+        """Save several documents in one upsert and one flush (no read: nothing of another writer is lost)."""
+        self._check_ready()
+        await self.documents_store.upsert({name: _record(name, json.dumps(value, ensure_ascii=False), "prism_state")
+                                           for name, value in values.items()})
+        await self.documents_store.index_done_callback()
+
     async def update(self, name: str, change: Callable[[Any], Any], default: Any) -> Any:
-        """Read, change and save one document, one writer at a time in this process; returns the new value."""
-        async with self._write_lock:
+        """Read, change and save one document under the shared lock of its name (concurrent writers in other
+        processes or replicas wait, so none loses another's change); returns the new value."""
+        async with self.lock(f"document:{name}"):
             document = self.document(name)
             value = change(await document.load(default))
             await document.save(value)

@@ -13,6 +13,7 @@ A drop-in subclass: same constructor, storages and return types. Differences a u
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -26,6 +27,7 @@ from .backends.local_embedder import MODEL_NAME as LOCAL_EMBEDDING_MODEL
 from .backends.offline_llm import offline_llm, offline_model_name
 from .backends.tokenizer import OfflineTokenizer
 from .context import QueryContext
+from .coordination import DEFAULT_INTERVAL, VersionWatcher, describe_error
 from .errors import LLMNotConfiguredError
 from .insert.merging import rebuild as _rebuild  # noqa: F401  (registers the delete-by-document rebuild hook)
 from .insert import summaries as _summaries  # noqa: F401  (registers the timestamp-aware summary hook)
@@ -37,7 +39,10 @@ from .param import KG_STOCK_MODES, STOCK_MODES, PrismQueryParam, perspectives_en
 from .plugin_state import STATE_ATTRIBUTE as PLUGIN_STATE_ATTRIBUTE, PluginState
 from .query import PrismHooks, active_hooks, annotate, mode_kind
 from .retrievers import check_mode
+from .retrievers.query_state import prepare_views
 from .snapshot import GraphSnapshot, SnapshotCache
+
+logger = logging.getLogger(__name__)
 
 # Public LightRAG methods that change the graph: the snapshot is invalidated after each (even if it failed midway).
 # apipeline_process_enqueue_documents invalidates it itself (insert/api.py), before preparing the query indexes.
@@ -124,6 +129,11 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
     offline_extractor: str = field(default="auto")
     """Extractor used when no ``llm_model_func`` is given: "spacy" (needs the ``local`` extra), "regex", or "auto"
     (spaCy if installed, else regex; the fallback is logged and shown by ``offline_extractor_status``)."""
+    shared_version_interval: float = field(default=DEFAULT_INTERVAL)
+    """Seconds between two reads of the graph version other processes publish when they change the graph (one KV
+    read each). Processes on the same storages (replicas over PostgreSQL or Redis, LightRAG Server's workers) see
+    each other's inserts, deletes, edits and merges in the hipporag and prism modes within this interval plus the
+    rebuild, answering from the previous snapshot meanwhile. 0: never check (one process alone)."""
     offline_summary_max_tokens: int = field(default=128)
     """Without an LLM, an entity or relation description keeps its most informative distinct fragments within this
     many tokens (at most LightRAG's ``summary_max_tokens``); source ids are never dropped. 128 keeps a description
@@ -145,6 +155,9 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         if self.answer_without_llm not in ANSWER_WITHOUT_LLM:
             raise ValueError(f"answer_without_llm must be one of {list(ANSWER_WITHOUT_LLM)}, got "
                              f"{self.answer_without_llm!r}")
+        if not isinstance(self.shared_version_interval, (int, float)) or not self.shared_version_interval >= 0:
+            raise ValueError(f"shared_version_interval must be a number of seconds >= 0, got "
+                             f"{self.shared_version_interval!r}")
         if not isinstance(self.offline_summary_max_tokens, int) or self.offline_summary_max_tokens < 16:
             raise ValueError("offline_summary_max_tokens must be an int >= 16, got "
                              f"{self.offline_summary_max_tokens!r}")
@@ -158,7 +171,9 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         install_insert_features(self)
         super().__post_init__(addon_params)
         self._snapshots = SnapshotCache(self.chunk_entity_relation_graph)
-        setattr(self, PLUGIN_STATE_ATTRIBUTE, PluginState(self))  # opened by initialize_storages
+        state = PluginState(self)  # opened by initialize_storages
+        setattr(self, PLUGIN_STATE_ATTRIBUTE, state)
+        self.version_watcher = VersionWatcher(state, self._refresh_from_storage, self.shared_version_interval)
 
     def _offline_pipeline_settings(self) -> None:
         """Without a real LLM, extraction is local and fast: keep many documents in flight (see the constants)."""
@@ -188,8 +203,26 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         return await self._snapshots.get()
 
     def invalidate_snapshot(self) -> None:
-        """Call after changing the graph storage directly (not through this instance's methods)."""
+        """Forget this process's snapshot: the next query rebuilds it (see :meth:`graph_changed`)."""
         self._snapshots.invalidate()
+
+    async def graph_changed(self) -> None:
+        """Call after changing the graph storage directly (not through this instance's methods): this process's
+        snapshot is rebuilt, and other processes on the same storages learn of the change (``coordination.py``)."""
+        self._snapshots.invalidate()
+        try:
+            await self.version_watcher.local_change()
+        except Exception as exc:  # noqa: BLE001 - the change is stored; other processes catch up at their next write
+            logger.warning("the graph changed but its new version could not be published to other processes "
+                           "(%s)", describe_error(exc))
+
+    async def _refresh_from_storage(self) -> None:
+        """Another process changed the graph: a new snapshot with its views, swapped in when ready."""
+        async def prepare(snapshot, base):
+            if self.prepare_query_indexes:
+                await prepare_views(self, snapshot, base)
+
+        await self._snapshots.refresh(prepare)
 
     # --- queries -------------------------------------------------------------------------------------------
     def _guarded(self, param: PrismQueryParam) -> bool:
@@ -327,10 +360,10 @@ def _invalidating(name: str):
         try:
             return await getattr(super(PrismRAG, self), name)(*args, **kwargs)
         finally:
-            self._snapshots.invalidate()
+            await self.graph_changed()
 
     method.__name__ = method.__qualname__ = name
-    method.__doc__ = f"LightRAG.{name}, then invalidate the graph snapshot."
+    method.__doc__ = f"LightRAG.{name}, then :meth:`PrismRAG.graph_changed`."
     return method
 
 

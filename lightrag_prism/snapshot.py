@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -150,7 +150,8 @@ async def snapshot_from_storage(graph_storage, version: int = 0) -> GraphSnapsho
 
 
 class SnapshotCache:
-    """Holds the current snapshot; ``invalidate()`` after any graph change, ``get()`` rebuilds lazily.
+    """Holds the current snapshot; ``invalidate()`` after this process changed the graph (the next ``get()``
+    rebuilds), ``refresh(prepare)`` after another process did (the current snapshot keeps answering meanwhile).
 
     The previous snapshot is kept in ``previous`` so derived data (e.g. FastRP) can be updated incrementally.
     """
@@ -161,11 +162,16 @@ class SnapshotCache:
         self._current: GraphSnapshot | None = None
         self.previous: GraphSnapshot | None = None
         self._lock = asyncio.Lock()
+        self._refresh_lock = asyncio.Lock()
         self.builds = 0
 
     @property
     def version(self) -> int:
         return self._version
+
+    @property
+    def current(self) -> GraphSnapshot | None:
+        return self._current
 
     def invalidate(self) -> None:
         self._version += 1
@@ -181,3 +187,16 @@ class SnapshotCache:
                 self.previous, self._current = self._current, snapshot
                 self.builds += 1
             return self._current
+
+    async def refresh(self, prepare: Callable[[GraphSnapshot, GraphSnapshot | None], Awaitable[Any]]) -> None:
+        """Read the graph again and make it current once ``prepare(new, base)`` has built its derived views
+        (``base``: the snapshot it replaces, for incremental updates). Queries meanwhile get the current one."""
+        async with self._refresh_lock:
+            version, base = self._version, self._current
+            snapshot = await snapshot_from_storage(self._storage, version)
+            await prepare(snapshot, base)
+            async with self._lock:
+                # A local invalidate() meanwhile means get() rebuilds anyway: this one is already out of date.
+                if self._version == version:
+                    self.previous, self._current = self._current, snapshot
+                    self.builds += 1

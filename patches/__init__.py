@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from .private import (  # noqa: F401  (re-exported: patches.check_lightrag, patches.PRIVATE_SYMBOLS, ...)
     PRIVATE_SYMBOLS, SUPPORTED_RANGE, UnsupportedLightRAGVersion, build_global_config, check_lightrag, check_symbol,
-    wrap_once)
+    redis_client, wrap_once)
 
 
 class QueryHooks(Protocol):

@@ -79,3 +79,13 @@ PRIVATE_SYMBOLS.append(("lightrag.lightrag", "LightRAG._build_global_config", 1)
 def build_global_config(rag) -> dict[str, Any]:
     """The config dict LightRAG's query functions take (``LightRAG._build_global_config``)."""
     return rag._build_global_config()
+
+
+def redis_client(store):
+    """The ``redis.asyncio`` client of an initialized ``RedisKVStorage`` (its private ``_redis``): the plugin's
+    shared lock lives in the same Redis as the storage, whatever URI or config file chose it."""
+    client = getattr(store, "_redis", None)
+    if client is None:
+        _fail(f"but {type(store).__name__} has no _redis client (the shared lock on Redis needs it); "
+              "or the storage is not initialized")
+    return client

@@ -16,6 +16,7 @@ from lightrag.base import DocStatus
 from lightrag.chunker.token_size import chunking_by_token_size
 
 from .. import patches
+from ..coordination import read_version
 from .group_commit import PACED_MIN_PARALLEL, CommitPolicy, install_group_commit
 from .prefetch import install_prefetch
 from ..plugin_state import PluginState, plugin_state, register, unregister
@@ -28,6 +29,7 @@ from ..retrievers.query_state import index_items, prepare_query_state
 from .merging.rebuild import aliases_read_once
 from .recovery import repair_recovery_anchors
 from .state_migration import migrate_state_files
+from .timestamps import store as timestamp_store
 from .timestamps.markers import validate_timestamps
 
 logger = logging.getLogger(__name__)
@@ -41,22 +43,26 @@ def install_insert_features(rag) -> None:
     user_chunker = None if rag.chunking_func is chunking_by_token_size else rag.chunking_func
     embed_max = getattr(rag.embedding_func, "max_token_size", None) if rag.embedding_func is not None else None
     rag.chunking_func = make_prism_chunker(user_chunker, hooks.timestamps, table_aware=rag.table_aware_chunking,
-                                           embed_max_tokens=embed_max or None)
+                                           embed_max_tokens=embed_max or None, find_stored=hooks.find_stored)
 
 
-TIMESTAMPS_DOCUMENT = "doc_timestamps"
 _DONE_STATUSES = {DocStatus.PROCESSED.value, "all"}
 
 
 async def save_doc_timestamps(rag, stamps: dict[str, str]) -> None:
-    """Add content key → timestamp to the stored map, so a document retried by a later process (or by another
-    instance on the same storages) keeps its timestamp."""
-    rag._prism_insert_hooks.timestamps.update(stamps)
-    await plugin_state(rag).update(TIMESTAMPS_DOCUMENT, lambda stored: {**stored, **stamps}, {})
+    """Store content key → timestamp (one record each), so a document retried by a later process, or processed
+    by another process on the same storages, keeps its timestamp."""
+    hooks = rag._prism_insert_hooks
+    hooks.timestamps.update(stamps)
+    await timestamp_store.save(plugin_state(rag), stamps)
+    hooks.timestamps_stored = hooks.timestamps_stored or bool(stamps)
 
 
 async def load_doc_timestamps(rag) -> None:
-    rag._prism_insert_hooks.timestamps.update(await plugin_state(rag).document(TIMESTAMPS_DOCUMENT).load({}))
+    """Whether the storages hold timestamps (the chunker then looks up the ones it lacks), and the legacy map."""
+    hooks, state = rag._prism_insert_hooks, plugin_state(rag)
+    hooks.timestamps.update(await timestamp_store.load_legacy(state))
+    hooks.timestamps_stored = await timestamp_store.in_use(state)
 
 
 async def open_plugin_state(rag) -> None:
@@ -76,9 +82,11 @@ async def clear_derived_state(rag) -> None:
     rag.invalidate_snapshot()
     forget_hippo_state(rag)
     rag._prism_insert_hooks.timestamps.clear()
+    rag._prism_insert_hooks.timestamps_stored = False
     state = plugin_state(rag)
     if state.ready:
         await state.clear(keep=(ENTITY_TYPES_DOCUMENT,))
+        await rag.graph_changed()
 
 
 def watch_graph_drop(rag) -> None:
@@ -136,8 +144,11 @@ class InsertFeaturesMixin:
         outcomes = await roll_forward(self)
         if outcomes:
             logger.warning("finished %d interrupted merge(s) at startup", len(outcomes))
+        watcher = self.version_watcher
+        watcher.seen = await read_version(plugin_state(self))  # before the build below: it reflects this version
         if self.prepare_query_indexes:  # a restarted process answers its first hipporag/prism query warm
             await prepare_query_state(self)
+        watcher.start()
 
     async def ainsert(self, input, split_by_character=None, split_by_character_only=False, ids=None,
                       file_paths=None, track_id=None, *, timestamps=None, agentic_merging: bool = False,
@@ -160,6 +171,7 @@ class InsertFeaturesMixin:
         return track
 
     async def finalize_storages(self):
+        await self.version_watcher.stop()
         prefetch = getattr(self, "_prism_prefetch", None)
         if prefetch is not None:
             await prefetch.close()
@@ -179,7 +191,12 @@ class InsertFeaturesMixin:
             with self._prism_commit_policy.bulk(paced):
                 result = await super().apipeline_process_enqueue_documents(*args, **kwargs)
         finally:
-            self.invalidate_snapshot()  # the graph changed (even if the run failed midway)
+            # The graph may have changed (even if the run failed midway); a run that found nothing to do (another
+            # worker's pipeline was busy, or nothing was queued) changed nothing other processes must reload.
+            if backlog or await self.doc_status.get_status_counts() != counts:
+                await self.graph_changed()
+            else:
+                self.invalidate_snapshot()
         if self.prepare_query_indexes:  # every way in (ainsert, LightRAG Server uploads and scans) ends here
             await prepare_query_state(self, full_gc=backlog >= PACED_MIN_PARALLEL)
         return result

@@ -19,7 +19,7 @@ import inspect
 import logging
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from lightrag.chunker.token_size import chunking_by_token_size
 from lightrag.operate import extract_entities
@@ -27,9 +27,11 @@ from lightrag.utils import compute_mdhash_id, sanitize_text_for_encoding
 
 from .. import patches
 from ..inputs import html_to_text
+from ..plugin_state import plugin_state
 from .tables.html import find_table_spans
 from .extraction.offline_hook import extract_offline
 from .tables.chunker import make_table_aware_chunker, table_prompt_addon
+from .timestamps import store as timestamp_store
 from .timestamps.markers import prefix_description
 
 logger = logging.getLogger(__name__)
@@ -66,11 +68,14 @@ def _stamp(chunks: list[dict[str, Any]], timestamp: str, tokenizer) -> list[dict
 
 
 def make_prism_chunker(inner: Callable | None, timestamps: dict[str, str], *, table_aware: bool,
-                       embed_max_tokens: int | None) -> Callable:
+                       embed_max_tokens: int | None,
+                       find_stored: Callable[[str], Awaitable[str | None] | None] | None = None) -> Callable:
     """The ``chunking_func`` PrismRAG installs; ``inner`` is the user's chunker (``None`` = LightRAG's default).
 
-    ``timestamps`` maps :func:`content_key` → timestamp; it is filled by ``ainsert`` before enqueueing. With table
-    awareness, a whole HTML page is chunked as its text with its tables kept (``inputs.html_to_text``).
+    ``timestamps`` maps :func:`content_key` → timestamp; it is filled by ``ainsert`` before enqueueing. A document
+    it lacks may carry a timestamp another process stored: ``find_stored(key)`` returns an awaitable lookup for
+    it, or None when none can exist. With table awareness, a whole HTML page is chunked as its text with its
+    tables kept (``inputs.html_to_text``).
     """
     base = inner or chunking_by_token_size
     table_cap = None
@@ -78,15 +83,11 @@ def make_prism_chunker(inner: Callable | None, timestamps: dict[str, str], *, ta
         table_cap = max(embed_max_tokens - _HEADER_MARGIN, embed_max_tokens // 2)
     table_chunker = make_table_aware_chunker(embed_max_tokens=table_cap) if table_aware and inner is None else None
 
-    def prism_chunking(tokenizer, content, split_by_character=None, split_by_character_only=False,
-                       chunk_overlap_token_size=100, chunk_token_size=1200):
-        timestamp = timestamps.get(content_key(content)) if timestamps else None
+    def chunk(tokenizer, content, timestamp, options):
         if table_chunker is not None and HTML_PAGE.match(content):
             content = html_to_text(content)
         use_tables = table_chunker is not None and find_table_spans(content)
-        func = table_chunker if use_tables else base
-        result = func(tokenizer, content, split_by_character, split_by_character_only,
-                      chunk_overlap_token_size, chunk_token_size)
+        result = (table_chunker if use_tables else base)(tokenizer, content, *options)
         if timestamp is None:
             return result
         if inspect.isawaitable(result):
@@ -94,6 +95,20 @@ def make_prism_chunker(inner: Callable | None, timestamps: dict[str, str], *, ta
                 return _stamp(list(await result), timestamp, tokenizer)
             return stamped()
         return _stamp(list(result), timestamp, tokenizer)
+
+    def prism_chunking(tokenizer, content, split_by_character=None, split_by_character_only=False,
+                       chunk_overlap_token_size=100, chunk_token_size=1200):
+        options = (split_by_character, split_by_character_only, chunk_overlap_token_size, chunk_token_size)
+        key = content_key(content)
+        timestamp = timestamps.get(key)
+        stored = find_stored(key) if timestamp is None and find_stored is not None else None
+        if stored is None:
+            return chunk(tokenizer, content, timestamp, options)
+
+        async def with_stored_timestamp():
+            result = chunk(tokenizer, content, await stored, options)
+            return list(await result) if inspect.isawaitable(result) else result
+        return with_stored_timestamp()
 
     prism_chunking.prism_inner = inner  # introspection: the user's own chunker, if any
     prism_chunking.table_aware = table_chunker is not None
@@ -116,6 +131,19 @@ class InsertHooks:
 
     rag: Any
     timestamps: dict[str, str] = field(default_factory=dict)  # content_key -> timestamp
+    timestamps_stored: bool = False  # the storages hold document timestamps (then the chunker looks up misses)
+
+    def find_stored(self, key: str) -> Awaitable[str | None] | None:
+        """The chunker's lookup of a timestamp another process stored (``timestamps/store.py``)."""
+        if not self.timestamps_stored:
+            return None
+        return self._stored_timestamp(key)
+
+    async def _stored_timestamp(self, key: str) -> str | None:
+        found = await timestamp_store.lookup(plugin_state(self.rag), key)
+        if found is not None:
+            self.timestamps[key] = found
+        return found
 
     def _table_config(self, content: str) -> dict[str, Any] | None:
         addon = table_prompt_addon(content)

@@ -56,13 +56,23 @@ def index_items(rag, storage, data: dict) -> Iterator[tuple[EmbeddingIndex, str,
                 yield state.fact_index, fact_id(fact), fact_text(fact)
 
 
-def warm_snapshot(rag, snapshot: GraphSnapshot) -> None:
-    """The cheap per-snapshot caches the prism mode reads (FastRP updated incrementally when it can be)."""
+def warm_snapshot(snapshot: GraphSnapshot, base: GraphSnapshot | None) -> None:
+    """The cheap per-snapshot caches the prism mode reads (FastRP updated from ``base`` when it can be)."""
     entity_num_chunks(snapshot)
     name_links(snapshot, [])
     snapshot.edge_index()
     if snapshot.adj.nnz:
-        fastrp_matrix(snapshot, rag._snapshots.previous)
+        fastrp_matrix(snapshot, base)
+
+
+async def prepare_views(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None) -> None:
+    """Every view of ``snapshot`` the hipporag, prism and fidelis modes read, cached on it."""
+    store = hippo_state(rag).fact_index.store
+    async with store.one_flush() if store is not None else contextlib.nullcontext():  # names and facts
+        await asyncio.gather(hipporag_graph(rag, snapshot), fact_view(rag, snapshot),
+                             entity_matrix(rag, snapshot), relation_matrix(rag, snapshot),
+                             chunk_matrix(rag, snapshot))  # the last three: fidelis, prism
+    await asyncio.to_thread(warm_snapshot, snapshot, base)
 
 
 async def prepare_query_state(rag, full_gc: bool = False) -> bool:
@@ -70,12 +80,7 @@ async def prepare_query_state(rag, full_gc: bool = False) -> bool:
     ``full_gc`` after a large insert (see below); a small one leaves too few objects for a collection to be due."""
     try:
         snapshot = await rag.graph_snapshot()
-        store = hippo_state(rag).fact_index.store
-        async with store.one_flush() if store is not None else contextlib.nullcontext():  # names and facts
-            await asyncio.gather(hipporag_graph(rag, snapshot), fact_view(rag, snapshot),
-                                 entity_matrix(rag, snapshot), relation_matrix(rag, snapshot),
-                                 chunk_matrix(rag, snapshot))  # the last three: fidelis, prism
-        await asyncio.to_thread(warm_snapshot, rag, snapshot)
+        await prepare_views(rag, snapshot, rag._snapshots.previous)
         # The insert left many new long-lived objects, so Python's next full collection is due: run it here, as
         # part of the insert, rather than inside the first query (once measured at 3x a warm query after 3,000
         # passages; a full collection over that heap is one cause that size explains).

@@ -21,11 +21,12 @@ from tests.server.support import free_port
 
 REDIS_HINT = "the server-backed storage tests need Debian's redis-server: apt-get install -y redis-server"
 STACKS = {
-    # name -> LightRAG storage classes (the graph stays on NetworkX: no graph server can be installed here)
+    # name -> LightRAG storage classes. The graph on PostgreSQL in plain tables (LightRAG 1.5.7's
+    # PGTableGraphStorage, no AGE extension): every piece of state is shared, so replicas can run over it.
     "redis+pgvector": {"kv_storage": "RedisKVStorage", "doc_status_storage": "RedisDocStatusStorage",
-                       "vector_storage": "PGVectorStorage"},
+                       "vector_storage": "PGVectorStorage", "graph_storage": "PGTableGraphStorage"},
     "postgres": {"kv_storage": "PGKVStorage", "doc_status_storage": "PGDocStatusStorage",
-                 "vector_storage": "PGVectorStorage"},
+                 "vector_storage": "PGVectorStorage", "graph_storage": "PGTableGraphStorage"},
 }
 
 

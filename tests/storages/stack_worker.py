@@ -17,6 +17,7 @@ import time
 
 from lightrag_prism import PrismQueryParam, PrismRAG
 from lightrag_prism.eval.datasets import load_2wiki_corpus
+from tests.insert.test_merging_integration import D1
 from tests.insert.test_offline_graph import CountingEmbedder
 from tests.storages.servers import STACKS
 
@@ -31,8 +32,9 @@ def corpus() -> tuple[list[str], list[str]]:
 
 async def plugin_state_report(rag, embedder: CountingEmbedder) -> dict:
     """What a second replica sees of the plugin state another one wrote, and what its first hipporag query costs."""
-    from lightrag_prism.insert.api import TIMESTAMPS_DOCUMENT
     from lightrag_prism.insert.merging.agentic import open_merge_state
+    from lightrag_prism.insert.pipeline import content_key
+    from lightrag_prism.insert.timestamps.store import lookup
     from lightrag_prism.insert.merging.rebuild import load_aliases
     from lightrag_prism.plugin_state import plugin_state
     from lightrag_prism.retrievers.hipporag.graph import hippo_state
@@ -44,7 +46,7 @@ async def plugin_state_report(rag, embedder: CountingEmbedder) -> dict:
     return {"guidance": rag.addon_params.get("entity_types_guidance", ""),
             "decisions": [(d.a, d.b, d.decision) for d in log.decisions()],
             "aliases": await load_aliases(state),
-            "timestamps": await state.document(TIMESTAMPS_DOCUMENT).load({}),
+            "timestamps": {content_key(D1): await lookup(state, content_key(D1))},
             "chunks": [c["chunk_id"] for c in result["data"]["chunks"]],
             "first_query_embedded": embedder.texts - before,
             "vectors_loaded": hippo_state(rag).fact_index.loaded_total + hippo_state(rag).name_index.loaded_total}

@@ -6,7 +6,6 @@ moved into the storages on first start."""
 from __future__ import annotations
 
 import json
-import shutil
 import uuid
 from pathlib import Path
 
@@ -64,9 +63,7 @@ async def test_a_second_replica_sees_the_state_through_the_servers(servers, scri
             assert await load_aliases(plugin_state(rag)) == {"Acme Corp": "Acme Corporation"}
     finally:
         await rag.finalize_storages()
-    replica = tmp_path / "b" / workspace
-    replica.mkdir(parents=True)  # the graph is the one storage that stays a file here (no graph server)
-    shutil.copy(tmp_path / "a" / workspace / "graph_chunk_entity_relation.graphml", replica)
+    (tmp_path / "b").mkdir()  # a working dir of its own: the replica shares only the servers
     done = run_worker("state", stack, tmp_path / "b", workspace)
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
@@ -143,7 +140,8 @@ async def test_dropping_the_graph_clears_derived_state_and_keeps_entity_types(se
         state, facts = plugin_state(rag), list(hippo_state(rag).fact_index.ids)
         assert facts and await state.vectors.get(FACT_INDEX, facts)
         await rag.chunk_entity_relation_graph.drop()  # what LightRAG Server's "clear documents" does, among others
-        for name in ("merge_log", "merge_plans", "aliases", "doc_timestamps"):
+        for name in ("merge_log", "merge_plans", "aliases", "doc_timestamps_used",
+                     f"doc_timestamp:{content_key(D1)}"):
             assert await state.document(name).load(None) is None, name
         assert await state.vectors.get(FACT_INDEX, facts) == {}
         assert rag._prism_insert_hooks.timestamps == {}

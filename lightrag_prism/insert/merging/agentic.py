@@ -167,8 +167,17 @@ async def run_cluster(rag, log: MergeLog, plans: PlanStore, cluster, crash_hook:
     return outcome
 
 
+MERGE_LOCK = "agentic_merge"  # held by one process at a time on shared storages (the log and journal are one record)
+
+
 async def roll_forward(rag) -> list[dict]:
-    """Finish merges journalled but not completed (a crash mid-merge); returns their outcomes."""
+    """Finish merges journalled but not completed (a crash mid-merge); returns their outcomes. Under the merge
+    lock: a replica starting while another merges waits, and then finds that merge completed, not pending."""
+    async with plugin_state(rag).lock(MERGE_LOCK):
+        return await _roll_forward(rag)
+
+
+async def _roll_forward(rag) -> list[dict]:
     log, plans = await open_merge_state(rag)
     if not log.pending():
         return []
@@ -207,13 +216,23 @@ async def _judge_all(rag, log: MergeLog, snapshot, pairs, min_confidence: float,
 
 async def agentic_merge(rag, entities: list[str] | None, threshold: float, *, crash_hook: Callable | None = None
                         ) -> dict[str, Any]:
-    """Find, judge and merge duplicates of ``entities`` (``None`` = every entity); returns a report dict."""
+    """Find, judge and merge duplicates of ``entities`` (``None`` = every entity); returns a report dict.
+
+    One merging process at a time among those sharing the storages (:data:`MERGE_LOCK`); the one that waited
+    reads the graph as the other left it."""
     report: dict[str, Any] = {"checked": 0, "candidates": 0, "judged": 0, "unparsed": 0, "skipped_refused": 0,
                               "clusters": [], "fallback": None}
     if not rag.llm_configured:
         report["fallback"] = "no LLM configured: agentic merging skipped"
         logger.warning("agentic merging: %s", report["fallback"])
         return report
+    async with plugin_state(rag).lock(MERGE_LOCK):
+        await rag.version_watcher.check()  # another process's merge may have just changed the graph
+        return await _merge(rag, entities, threshold, crash_hook, report)
+
+
+async def _merge(rag, entities: list[str] | None, threshold: float, crash_hook: Callable | None,
+                 report: dict[str, Any]) -> dict[str, Any]:
     snapshot = await rag.graph_snapshot()
     names = snapshot.node_ids if entities is None else entities
     rows = np.array([snapshot.node_index[n] for n in names if n in snapshot.node_index], dtype=np.int64)

@@ -1,0 +1,177 @@
+"""What processes sharing one set of LightRAG storages coordinate through (docs/scale-out.md).
+
+* The **graph version**: a token kept in the plugin state (record ``graph_version`` of ``prism_state``), replaced
+  by whichever process changed the graph (insert, delete, edit, merge, clear) once the change is stored. A token,
+  not a counter: the KV API has no atomic increment, and replicas only need to see that it changed.
+* :class:`VersionWatcher`: reads that token every ``interval`` seconds and, when another process replaced it,
+  rebuilds this process's snapshot and query indexes in the background; queries answer from the previous snapshot
+  until the new one is ready (``SnapshotCache.refresh``).
+* :func:`shared_lock`: a lock held in the shared storage itself, for read-modify-writes of plugin state and for
+  agentic merging: a PostgreSQL advisory lock, a Redis lock, or on file storages LightRAG's keyed lock (across
+  the workers of one server in its multi-worker mode; file storages cannot be shared beyond one server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import time
+import uuid
+from typing import AsyncIterator, Awaitable, Callable
+
+from typing import TYPE_CHECKING
+
+from . import patches
+
+if TYPE_CHECKING:
+    from .plugin_state import PluginState
+
+logger = logging.getLogger(__name__)
+
+VERSION_DOCUMENT = "graph_version"
+DEFAULT_INTERVAL = 0.5  # seconds between two reads of the shared version (one KV read; staleness bound)
+PG_KV_CLASS, REDIS_KV_CLASS = "PGKVStorage", "RedisKVStorage"
+REDIS_LEASE = 30.0  # seconds a Redis lock lives without renewal (a crashed holder frees it after this)
+
+
+def new_token() -> str:
+    return f"{time.time_ns()}-{uuid.uuid4().hex[:12]}"
+
+
+async def read_version(state: "PluginState") -> str:
+    return await state.document(VERSION_DOCUMENT).load("")
+
+
+async def write_version(state: "PluginState") -> str:
+    token = new_token()
+    await state.document(VERSION_DOCUMENT).save(token)
+    return token
+
+
+def describe_error(exc: BaseException) -> str:
+    text = str(exc).strip().rstrip(".")
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class VersionWatcher:
+    """Keeps one process's query state in step with writes made by other processes.
+
+    ``seen`` is the token this process's snapshot reflects. ``refresh`` rebuilds the snapshot and its views from
+    storage. ``failure`` says why the last check did not complete (None when it did); queries record it, so an
+    answer from an older snapshot is never given silently."""
+
+    def __init__(self, state: "PluginState", refresh: Callable[[], Awaitable[None]], interval: float) -> None:
+        self.state, self.refresh, self.interval = state, refresh, interval
+        self.seen: str | None = None
+        self.failure: str | None = None
+        self.refreshes = 0
+        self._task: asyncio.Task | None = None
+        self._check_lock = asyncio.Lock()
+
+    def start(self) -> None:
+        if self.interval > 0 and self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._poll(), name="lightrag_prism version watcher")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _poll(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            await self.check()
+
+    async def check(self) -> bool:
+        """Read the shared version; if another process changed it, refresh. True when a refresh ran."""
+        async with self._check_lock:
+            try:
+                token = await read_version(self.state)
+            except Exception as exc:  # noqa: BLE001 - a storage outage: keep the last snapshot, say so
+                self._failed(f"the shared graph version could not be read ({describe_error(exc)})")
+                return False
+            if token == self.seen:
+                self.failure = None
+                return False
+            try:
+                await self.refresh()
+            except Exception as exc:  # noqa: BLE001 - retried at the next check
+                self._failed(f"another process changed the graph and this one could not reload it "
+                             f"({describe_error(exc)})")
+                return False
+            self.seen, self.failure = token, None
+            self.refreshes += 1
+            return True
+
+    def _failed(self, reason: str) -> None:
+        if reason != self.failure:
+            logger.warning("%s; queries answer from the last snapshot until it succeeds", reason)
+        self.failure = reason
+
+    async def local_change(self) -> None:
+        """After this process changed the graph: publish a new version (its own snapshot is rebuilt after this,
+        so it reflects every write stored before the new token, its own and others')."""
+        self.seen = await write_version(self.state)
+
+
+# --- a lock held in the shared storage ---------------------------------------------------------------------------
+def _pg_lock_key(workspace: str, name: str) -> int:
+    digest = hashlib.sha256(f"lightrag_prism|{workspace}|{name}".encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+@contextlib.asynccontextmanager
+async def _postgres_lock(store, name: str) -> AsyncIterator[None]:
+    # A session-level advisory lock on a connection of its own: PostgreSQL frees it if this process dies.
+    key = _pg_lock_key(store.workspace, name)
+    async with store.db.pool.acquire() as connection:
+        await connection.execute("SELECT pg_advisory_lock($1)", key)
+        try:
+            yield
+        finally:
+            await connection.execute("SELECT pg_advisory_unlock($1)", key)
+
+
+@contextlib.asynccontextmanager
+async def _redis_lock(store, name: str) -> AsyncIterator[None]:
+    # redis-py's lock (SET NX with a lease, released only by its owner), renewed while held.
+    lock = patches.redis_client(store).lock(f"lightrag_prism:lock:{store.workspace}:{name}", timeout=REDIS_LEASE,
+                                            sleep=0.05)
+    await lock.acquire()
+
+    async def renew() -> None:
+        while True:
+            await asyncio.sleep(REDIS_LEASE / 3)
+            await lock.extend(REDIS_LEASE, replace_ttl=True)
+
+    renewal = asyncio.get_running_loop().create_task(renew())
+    try:
+        yield
+    finally:
+        renewal.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await renewal
+        await lock.release()
+
+
+@contextlib.asynccontextmanager
+async def _keyed_lock(store, name: str) -> AsyncIterator[None]:
+    from lightrag.kg.shared_storage import get_storage_keyed_lock
+
+    async with get_storage_keyed_lock([name], namespace=f"{store.workspace}:lightrag_prism"):
+        yield
+
+
+def shared_lock(store, name: str):
+    """``async with shared_lock(store, name):`` one holder at a time among every process using the LightRAG KV
+    storage ``store`` (the plugin state's)."""
+    kind = type(store).__name__
+    if kind == PG_KV_CLASS:
+        return _postgres_lock(store, name)
+    if kind == REDIS_KV_CLASS:
+        return _redis_lock(store, name)
+    return _keyed_lock(store, name)

@@ -1,0 +1,150 @@
+"""Replicas over shared storages (the whole state on PostgreSQL, or Redis + PostgreSQL): every mode of one replica
+sees the other's inserts and deletes, and concurrent writers lose nothing (``coordination.py``).
+
+Each replica is its own process with its own working dir; they share only the servers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from lightrag_prism.insert.pipeline import content_key
+from lightrag_prism.insert.timestamps.store import lookup
+from lightrag_prism.plugin_state import plugin_state
+from tests.insert._rag import assert_graph_consistent
+from tests.insert.test_merging_integration import JUDGE_MARKER, judge
+from tests.storages.replica_worker import MODES, replica
+from tests.storages.servers import STACKS
+from tests.storages.stack_worker import corpus
+from tests.storages.test_server_backed import servers  # noqa: F401  (the module's server fixture)
+
+pytestmark = pytest.mark.asyncio
+ROOT = Path(__file__).resolve().parents[2]
+NEW_PASSAGE = "The Blue River flows through Townsville and into Lake Marrow."
+QUESTION = "Which river flows through Townsville?"
+MARKER = "Blue River flows through Townsville"
+# Generous: the replica polls every 0.5 s and rebuilds in well under a second here; benchmarks/bench_replicas.py
+# measures the staleness itself.
+TIMEOUT = 60
+
+
+async def start_worker(*args: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tests.storages.replica_worker", *args, cwd=ROOT,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"})
+
+
+async def read_line(process: asyncio.subprocess.Process) -> str:
+    line = await asyncio.wait_for(process.stdout.readline(), timeout=300)
+    if not line:
+        await process.wait()
+        raise AssertionError((await process.stderr.read()).decode()[-3000:])
+    return line.decode().strip()
+
+
+async def ask(process: asyncio.subprocess.Process, expect: str) -> dict:
+    command = {"expect": expect, "query": QUESTION, "marker": MARKER, "timeout": TIMEOUT}
+    process.stdin.write((json.dumps(command) + "\n").encode())
+    await process.stdin.drain()
+    return json.loads(await read_line(process))
+
+
+async def finish(process: asyncio.subprocess.Process) -> None:
+    process.stdin.close()
+    assert await asyncio.wait_for(process.wait(), timeout=120) == 0, (await process.stderr.read()).decode()[-3000:]
+
+
+@pytest.mark.parametrize("stack", list(STACKS))
+async def test_every_mode_of_a_replica_sees_the_other_replicas_insert_and_delete(servers, stack,  # noqa: F811
+                                                                                 tmp_path):
+    workspace = f"f{uuid.uuid4().hex[:8]}"
+    writer = replica(stack, str(tmp_path / "a"), workspace)
+    await writer.initialize_storages()
+    try:
+        texts, ids = corpus()
+        await writer.ainsert(texts, ids=ids)
+        reader = await start_worker("watch", stack, str(tmp_path / "b"), workspace)
+        assert await read_line(reader) == "ready"
+
+        await writer.ainsert(NEW_PASSAGE, ids=["blue"])
+        seen = await ask(reader, "present")
+        assert sorted(seen["seconds"]) == sorted(MODES), seen  # every mode found the other replica's passage
+        assert seen["stable"] and seen["refreshes"] >= 1 and seen["failure"] is None, seen
+
+        await writer.adelete_by_doc_id("blue")
+        gone = await ask(reader, "absent")
+        assert sorted(gone["seconds"]) == sorted(MODES), gone
+        assert gone["stable"], gone  # and never returned again
+        await finish(reader)
+    finally:
+        await writer.finalize_storages()
+
+
+@pytest.mark.parametrize("stack", list(STACKS))
+async def test_two_replicas_inserting_timestamped_documents_at_once_keep_every_timestamp(servers, stack,  # noqa: F811
+                                                                                         tmp_path):
+    workspace, n = f"t{uuid.uuid4().hex[:8]}", 100
+    rag = replica(stack, str(tmp_path / "check"), workspace)
+    await rag.initialize_storages()  # the schema exists before the replicas start (see docs/scale-out.md)
+    workers = [await start_worker("timestamps", stack, str(tmp_path / side), workspace, side, str(n))
+               for side in ("left", "right")]
+    for worker in workers:
+        assert await read_line(worker) == "done"
+        await finish(worker)
+    try:
+        state = plugin_state(rag)
+        for side in ("left", "right"):
+            for i in range(n):
+                text = f"{side} document number {i} records the harvest of year {1900 + i}."
+                assert await lookup(state, content_key(text)) == f"{1900 + i}-01-01", (side, i)
+                chunk = await rag.text_chunks.get_by_id(f"{side}-{i}-chunk-000")
+                assert chunk is not None, (side, i)  # processed, by whichever replica's pipeline took it
+                assert chunk["content"].startswith(f"[Time: {1900 + i}-01-01]\n"), (side, i, chunk["content"])
+    finally:
+        await rag.finalize_storages()
+
+
+async def test_two_replicas_merging_at_once_leave_one_consistent_graph(servers, scripted_server,  # noqa: F811
+                                                                       tmp_path):
+    scripted_server.script(JUDGE_MARKER, judge({frozenset(("Acme Corp", "Acme Corporation")),
+                                               frozenset(("Acme Corporation", "Acme Corporation Inc"))}))
+    stack, workspace = "postgres", f"m{uuid.uuid4().hex[:8]}"
+    rag = replica(stack, str(tmp_path / "setup"), workspace)
+    await rag.initialize_storages()
+    try:
+        await rag.acreate_entity("Texas", {"entity_type": "location", "description": "Texas is a US state."})
+        for name in ("Acme Corp", "Acme Corporation", "Acme Corporation Inc"):
+            await rag.acreate_entity(name, {"entity_type": "organization",
+                                            "description": f"{name} builds rockets in Texas."})
+            await rag.acreate_relation(name, "Texas", {"description": f"{name} builds rockets in Texas.",
+                                                      "keywords": "builds in", "weight": 1.0})
+    finally:
+        await rag.finalize_storages()
+    workers = [await start_worker("merge", stack, str(tmp_path / side), workspace, scripted_server.base_url)
+               for side in ("left", "right")]
+    reports = [json.loads(await read_line(worker)) for worker in workers]
+    for worker in workers:
+        await finish(worker)
+    merged = [members for report in reports for members in report["clusters"]]
+    assert len(merged) == 1, reports  # one replica merged; the other waited, then found nothing left to merge
+    assert sorted(merged[0]) == ["Acme Corp", "Acme Corporation", "Acme Corporation Inc"]
+    check = replica(stack, str(tmp_path / "check"), workspace)
+    await check.initialize_storages()
+    try:
+        labels = set(await check.chunk_entity_relation_graph.get_all_labels())
+        assert labels == {"Acme Corporation", "Texas"}, labels
+        await assert_graph_consistent(check)
+        from lightrag_prism.insert.merging.agentic import open_merge_state
+
+        log, plans = await open_merge_state(check)
+        assert log.pending() == [] and await plans.load() == {}  # the journal is closed
+    finally:
+        await check.finalize_storages()
