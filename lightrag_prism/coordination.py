@@ -21,18 +21,14 @@ import time
 import uuid
 from typing import AsyncIterator, Awaitable, Callable
 
-from typing import TYPE_CHECKING
-
 from . import patches
-
-if TYPE_CHECKING:
-    from .plugin_state import PluginState
 
 logger = logging.getLogger(__name__)
 
 VERSION_DOCUMENT = "graph_version"
 DEFAULT_INTERVAL = 0.5  # seconds between two reads of the shared version (one KV read; staleness bound)
 PG_KV_CLASS, REDIS_KV_CLASS = "PGKVStorage", "RedisKVStorage"
+LOCK_POLL = 0.05  # seconds between two attempts at a held PostgreSQL lock
 REDIS_LEASE = 30.0  # seconds a Redis lock lives without renewal (a crashed holder frees it after this)
 
 
@@ -40,11 +36,11 @@ def new_token() -> str:
     return f"{time.time_ns()}-{uuid.uuid4().hex[:12]}"
 
 
-async def read_version(state: "PluginState") -> str:
+async def read_version(state) -> str:
     return await state.document(VERSION_DOCUMENT).load("")
 
 
-async def write_version(state: "PluginState") -> str:
+async def write_version(state) -> str:
     token = new_token()
     await state.document(VERSION_DOCUMENT).save(token)
     return token
@@ -58,11 +54,11 @@ def describe_error(exc: BaseException) -> str:
 class VersionWatcher:
     """Keeps one process's query state in step with writes made by other processes.
 
-    ``seen`` is the token this process's snapshot reflects. ``refresh`` rebuilds the snapshot and its views from
-    storage. ``failure`` says why the last check did not complete (None when it did); queries record it, so an
-    answer from an older snapshot is never given silently."""
+    ``state`` is the instance's ``PluginState``; ``seen`` the token its snapshot reflects; ``refresh`` rebuilds
+    the snapshot and its views from storage. ``failure`` says why the last check did not complete (None when it
+    did); queries record it, so an answer from an older snapshot is never given silently."""
 
-    def __init__(self, state: "PluginState", refresh: Callable[[], Awaitable[None]], interval: float) -> None:
+    def __init__(self, state, refresh: Callable[[], Awaitable[None]], interval: float) -> None:
         self.state, self.refresh, self.interval = state, refresh, interval
         self.seen: str | None = None
         self.failure: str | None = None
@@ -126,10 +122,12 @@ def _pg_lock_key(workspace: str, name: str) -> int:
 
 @contextlib.asynccontextmanager
 async def _postgres_lock(store, name: str) -> AsyncIterator[None]:
-    # A session-level advisory lock on a connection of its own: PostgreSQL frees it if this process dies.
+    # A session-level advisory lock on a connection of its own: PostgreSQL frees it if this process dies. Polled
+    # (pg_try_advisory_lock), so a waiting session holds no transaction open that DDL elsewhere would wait for.
     key = _pg_lock_key(store.workspace, name)
     async with store.db.pool.acquire() as connection:
-        await connection.execute("SELECT pg_advisory_lock($1)", key)
+        while not await connection.fetchval("SELECT pg_try_advisory_lock($1)", key):
+            await asyncio.sleep(LOCK_POLL)
         try:
             yield
         finally:

@@ -169,6 +169,9 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         if self.embedding_func is not None:
             self.embedding_func = with_embedding_cache(self.embedding_func, self.embedding_cache_size)
         install_insert_features(self)
+        if any(str(name).startswith("PG") for name in (self.kv_storage, self.vector_storage, self.graph_storage,
+                                                          self.doc_status_storage)):
+            patches.postgres.serialize_table_creation()
         super().__post_init__(addon_params)
         self._snapshots = SnapshotCache(self.chunk_entity_relation_graph)
         state = PluginState(self)  # opened by initialize_storages

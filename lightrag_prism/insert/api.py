@@ -89,12 +89,15 @@ async def clear_derived_state(rag) -> None:
         await rag.graph_changed()
 
 
-def watch_graph_drop(rag) -> None:
-    """Make ``drop()`` of the instance's graph storage (public API) also clear the plugin's derived state."""
+def watch_graph_storage(rag) -> None:
+    """Wrap two public methods of the instance's graph storage: ``drop()`` also clears the plugin's derived state,
+    and every flush (``index_done_callback``) invalidates the snapshot. LightRAG marks a document processed only
+    after its flush, so a query that sees it processed never answers from a snapshot taken before it (the end of
+    the pipeline run, where the snapshot is rebuilt, comes later)."""
     graph = rag.chunk_entity_relation_graph
     if getattr(graph.drop, "_prism_clears_state", False):
         return
-    drop = graph.drop
+    drop, flush = graph.drop, graph.index_done_callback
 
     async def drop_and_clear():
         try:
@@ -102,8 +105,14 @@ def watch_graph_drop(rag) -> None:
         finally:
             await clear_derived_state(rag)
 
+    async def flush_and_invalidate():
+        try:
+            return await flush()
+        finally:
+            rag.invalidate_snapshot()
+
     drop_and_clear._prism_clears_state = True
-    graph.drop = drop_and_clear
+    graph.drop, graph.index_done_callback = drop_and_clear, flush_and_invalidate
 
 
 async def close_plugin_state(rag) -> None:
@@ -134,7 +143,7 @@ class InsertFeaturesMixin:
     async def initialize_storages(self):
         await super().initialize_storages()
         await open_plugin_state(self)
-        watch_graph_drop(self)
+        watch_graph_storage(self)
         if self.group_commit:
             self._prism_flushes = install_group_commit(self, self._prism_commit_policy)
         feed = partial(index_items, self) if self.prepare_query_indexes else None

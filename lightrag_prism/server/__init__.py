@@ -41,16 +41,14 @@ def make_server_rag(use_server_llm: bool, use_server_embedding: bool):
     return make
 
 
-def build_app(argv: list[str]):
-    """Parse LightRAG Server's options from ``argv`` and return (app, args)."""
+def install_server(argv: list[str]):
+    """Parse LightRAG Server's options from ``argv`` and install the plugin's server patches; returns the args."""
     try:
         from lightrag.api import config
     except ImportError as exc:
         raise SystemExit(f"lightrag-prism serve: {SERVER_EXTRA_HINT} ({exc})") from None
     sys.argv = ["lightrag-prism serve", *argv]  # LightRAG Server's parser reads sys.argv
     args = config.initialize_config(force=True)
-    from lightrag.api import lightrag_server
-
     from ..patches import server as server_patch
     from .explorer import add_explorer_routes
 
@@ -58,18 +56,29 @@ def build_app(argv: list[str]):
         make_server_rag(explicit_binding(argv, "--llm-binding", "LLM_BINDING"),
                         explicit_binding(argv, "--embedding-binding", "EMBEDDING_BINDING")),
         add_explorer_routes)
-    return lightrag_server.create_app(args), args
+    return args
 
 
 def serve(argv: list[str]) -> int:
-    app, args = build_app(argv)
-    import uvicorn
-
-    from lightrag.api.lightrag_server import configure_logging
-
+    """One process (uvicorn), or with ``--workers N`` (N > 1) LightRAG's gunicorn runner, as ``lightrag-gunicorn``
+    runs it: the app is built once in the master and forked, the workers share LightRAG's locks and update flags
+    (file storages) and see each other's writes through the graph version (``coordination.py``)."""
+    args = install_server(argv)
     from ..quiet_logs import install as install_quiet_logs
 
-    configure_logging()
+    if args.workers > 1:
+        from lightrag.api import run_with_gunicorn
+
+        print(f"lightrag-prism server on http://{args.host}:{args.port} with {args.workers} workers  "
+              "(explorer: /prism, WebUI: /webui, API: /docs)", flush=True)
+        run_with_gunicorn.main()  # builds the app through the patched create_app, then forks the workers
+        return 0
+    import uvicorn
+
+    from lightrag.api import lightrag_server
+
+    app = lightrag_server.create_app(args)
+    lightrag_server.configure_logging()
     install_quiet_logs()  # LightRAG Server's dictConfig drops the filter set at import
     print(f"lightrag-prism server on http://{args.host}:{args.port}  (explorer: /prism, WebUI: /webui, API: /docs)",
           flush=True)

@@ -9,6 +9,9 @@ Routes (the API routes use LightRAG Server's own authentication: ``LIGHTRAG_API_
 * ``POST /prism/api/query``: the ``/query/data`` request body plus ``answer`` (bool). Runs the query once and
   returns the answer (when asked and an LLM is configured) or a note, the data, the metadata and the evidence
   subgraph (``evidence.py``).
+
+Every response of the server carries ``X-Prism-Worker: <pid>``, the process that answered (several workers or
+replicas, ``docs/scale-out.md``).
 """
 
 # no `from __future__ import annotations`: FastAPI must see the request model class defined in explorer_router
@@ -78,6 +81,9 @@ async def entity_sources(rag, names: list[str]) -> dict[str, str]:
     return {name: node.get("source_id", "") for name, node in nodes.items() if node}
 
 
+WORKER_HEADER = "X-Prism-Worker"
+
+
 def add_explorer_routes(app, rag, args) -> None:
     """Called by ``patches.server`` on the app LightRAG Server's ``create_app`` built."""
     from lightrag.api.routers import query_routes
@@ -86,3 +92,10 @@ def add_explorer_routes(app, rag, args) -> None:
     auth = get_combined_auth_dependency(os.getenv("LIGHTRAG_API_KEY") or args.key)  # as create_app does
     app.include_router(explorer_router(rag, query_routes.QueryRequest, auth))
     app.mount(f"{PAGE}/static", StaticFiles(directory=STATIC_DIR), name="prism-static")
+
+    @app.middleware("http")
+    async def name_the_worker(request, call_next):
+        # Which process answered, with several workers or replicas (docs/scale-out.md).
+        response = await call_next(request)
+        response.headers[WORKER_HEADER] = str(os.getpid())
+        return response

@@ -7,6 +7,7 @@ Each replica is its own process with its own working dir; they share only the se
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -21,7 +22,7 @@ from lightrag_prism.plugin_state import plugin_state
 from tests.insert._rag import assert_graph_consistent
 from tests.insert.test_merging_integration import JUDGE_MARKER, judge
 from tests.storages.replica_worker import MODES, replica
-from tests.storages.servers import STACKS
+from tests.storages.servers import STACKS, postgres_server
 from tests.storages.stack_worker import corpus
 from tests.storages.test_server_backed import servers  # noqa: F401  (the module's server fixture)
 
@@ -35,11 +36,11 @@ MARKER = "Blue River flows through Townsville"
 TIMEOUT = 60
 
 
-async def start_worker(*args: str) -> asyncio.subprocess.Process:
+async def start_worker(*args: str, env: dict[str, str] | None = None) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable, "-m", "tests.storages.replica_worker", *args, cwd=ROOT,
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})})
 
 
 async def read_line(process: asyncio.subprocess.Process) -> str:
@@ -57,6 +58,19 @@ async def ask(process: asyncio.subprocess.Process, expect: str) -> dict:
     return json.loads(await read_line(process))
 
 
+@contextlib.asynccontextmanager
+async def workers(*commands: tuple[str, ...], env: dict[str, str] | None = None):
+    """Start one replica process per command; kill any still running when the test ends (pass or fail)."""
+    processes = [await start_worker(*command, env=env) for command in commands]
+    try:
+        yield processes
+    finally:
+        for process in processes:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+
+
 async def finish(process: asyncio.subprocess.Process) -> None:
     process.stdin.close()
     assert await asyncio.wait_for(process.wait(), timeout=120) == 0, (await process.stderr.read()).decode()[-3000:]
@@ -71,19 +85,19 @@ async def test_every_mode_of_a_replica_sees_the_other_replicas_insert_and_delete
     try:
         texts, ids = corpus()
         await writer.ainsert(texts, ids=ids)
-        reader = await start_worker("watch", stack, str(tmp_path / "b"), workspace)
-        assert await read_line(reader) == "ready"
+        async with workers(("watch", stack, str(tmp_path / "b"), workspace)) as (reader,):
+            assert await read_line(reader) == "ready"
 
-        await writer.ainsert(NEW_PASSAGE, ids=["blue"])
-        seen = await ask(reader, "present")
-        assert sorted(seen["seconds"]) == sorted(MODES), seen  # every mode found the other replica's passage
-        assert seen["stable"] and seen["refreshes"] >= 1 and seen["failure"] is None, seen
+            await writer.ainsert(NEW_PASSAGE, ids=["blue"])
+            seen = await ask(reader, "present")
+            assert sorted(seen["seconds"]) == sorted(MODES), seen  # every mode found the other replica's passage
+            assert seen["stable"] and seen["refreshes"] >= 1 and seen["failure"] is None, seen
 
-        await writer.adelete_by_doc_id("blue")
-        gone = await ask(reader, "absent")
-        assert sorted(gone["seconds"]) == sorted(MODES), gone
-        assert gone["stable"], gone  # and never returned again
-        await finish(reader)
+            await writer.adelete_by_doc_id("blue")
+            gone = await ask(reader, "absent")
+            assert sorted(gone["seconds"]) == sorted(MODES), gone
+            assert gone["stable"], gone  # and never returned again
+            await finish(reader)
     finally:
         await writer.finalize_storages()
 
@@ -94,12 +108,12 @@ async def test_two_replicas_inserting_timestamped_documents_at_once_keep_every_t
     workspace, n = f"t{uuid.uuid4().hex[:8]}", 100
     rag = replica(stack, str(tmp_path / "check"), workspace)
     await rag.initialize_storages()  # the schema exists before the replicas start (see docs/scale-out.md)
-    workers = [await start_worker("timestamps", stack, str(tmp_path / side), workspace, side, str(n))
-               for side in ("left", "right")]
-    for worker in workers:
-        assert await read_line(worker) == "done"
-        await finish(worker)
     try:
+        async with workers(*[("timestamps", stack, str(tmp_path / side), workspace, side, str(n))
+                             for side in ("left", "right")]) as inserting:
+            for worker in inserting:
+                assert await read_line(worker) == "done"
+                await finish(worker)
         state = plugin_state(rag)
         for side in ("left", "right"):
             for i in range(n):
@@ -110,6 +124,15 @@ async def test_two_replicas_inserting_timestamped_documents_at_once_keep_every_t
                 assert chunk["content"].startswith(f"[Time: {1900 + i}-01-01]\n"), (side, i, chunk["content"])
     finally:
         await rag.finalize_storages()
+
+
+async def test_replicas_starting_together_on_a_fresh_database_both_come_up(servers, tmp_path):  # noqa: F811
+    with postgres_server(tmp_path / "fresh") as fresh:  # no LightRAG table yet
+        async with workers(*[("timestamps", "postgres", str(tmp_path / side), "fresh", side, "5")
+                             for side in ("left", "right")], env=fresh) as starting:
+            for worker in starting:
+                assert await read_line(worker) == "done"  # neither failed on creating the tables
+                await finish(worker)
 
 
 async def test_two_replicas_merging_at_once_leave_one_consistent_graph(servers, scripted_server,  # noqa: F811
@@ -128,11 +151,11 @@ async def test_two_replicas_merging_at_once_leave_one_consistent_graph(servers, 
                                                       "keywords": "builds in", "weight": 1.0})
     finally:
         await rag.finalize_storages()
-    workers = [await start_worker("merge", stack, str(tmp_path / side), workspace, scripted_server.base_url)
-               for side in ("left", "right")]
-    reports = [json.loads(await read_line(worker)) for worker in workers]
-    for worker in workers:
-        await finish(worker)
+    async with workers(*[("merge", stack, str(tmp_path / side), workspace, scripted_server.base_url)
+                         for side in ("left", "right")]) as merging:
+        reports = [json.loads(await read_line(worker)) for worker in merging]
+        for worker in merging:
+            await finish(worker)
     merged = [members for report in reports for members in report["clusters"]]
     assert len(merged) == 1, reports  # one replica merged; the other waited, then found nothing left to merge
     assert sorted(merged[0]) == ["Acme Corp", "Acme Corporation", "Acme Corporation Inc"]
