@@ -29,3 +29,14 @@ class LLMCallError(RuntimeError):
         super().__init__(f"{step}: the LLM at {endpoint} failed: {cause}. Check the endpoint, the model name and "
                          f"the API key (PRISM_LLM_MODEL, OPENAI_BASE_URL, OPENAI_API_KEY).")
         self.step, self.endpoint, self.cause = step, endpoint, cause
+
+
+class StorageUnavailableError(RuntimeError):
+    """A query could not reach a server-backed storage (after the storage's own retries). Nothing is lost: the
+    storage reconnects on its own once its server is back, and the next query works again."""
+
+    def __init__(self, storage: str, namespace: str, cause: str):
+        super().__init__(f"the {storage} storage ({namespace}) is unreachable: {cause}. The query failed; the "
+                         f"storage reconnects by itself when its server is back (its retries: "
+                         f"POSTGRES_CONNECTION_RETRIES, REDIS_RETRY_ATTEMPTS).")
+        self.storage, self.namespace, self.cause = storage, namespace, cause

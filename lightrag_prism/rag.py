@@ -13,6 +13,7 @@ A drop-in subclass: same constructor, storages and return types. Differences a u
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -41,6 +42,7 @@ from .query import PrismHooks, active_hooks, annotate, mode_kind
 from .retrievers import check_mode
 from .retrievers.query_state import prepare_views
 from .snapshot import GraphSnapshot, SnapshotCache
+from .storage_faults import storage_fault
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +84,20 @@ def validated_query(query: str, param: QueryParam) -> tuple[str, PrismQueryParam
     param = as_prism_param(param)
     check_mode(param.mode)
     return query, param
+
+
+def naming_storage_faults(method):
+    """A storage server that cannot be reached fails the query with one :class:`StorageUnavailableError`."""
+    @functools.wraps(method)
+    async def query(self, *args, **kwargs):
+        try:
+            return await method(self, *args, **kwargs)
+        except Exception as exc:
+            error = storage_fault(exc)
+            if error is None:
+                raise
+            raise error from exc
+    return query
 
 
 def as_prism_param(param: QueryParam) -> PrismQueryParam:
@@ -171,7 +187,7 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         install_insert_features(self)
         if any(str(name).startswith("PG") for name in (self.kv_storage, self.vector_storage, self.graph_storage,
                                                           self.doc_status_storage)):
-            patches.postgres.serialize_table_creation()
+            patches.postgres.install()
         super().__post_init__(addon_params)
         self._snapshots = SnapshotCache(self.chunk_entity_relation_graph)
         state = PluginState(self)  # opened by initialize_storages
@@ -279,6 +295,7 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         meta["llm_configured"] = self.llm_configured
         return meta
 
+    @naming_storage_faults
     async def aquery_data(self, query: str, param: QueryParam = QueryParam()) -> dict[str, Any]:
         query, param = validated_query(query, param)  # first, as LightRAG does: before the instance is touched
         query, param, fallbacks = await self._prepare(query, param)
@@ -298,6 +315,7 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
             _plugin_metadata(raw, param.mode, self._metadata(ctx, fallbacks))
         return raw
 
+    @naming_storage_faults
     async def aquery_llm(self, query: str, param: QueryParam = QueryParam(), system_prompt: str | None = None,
                          progress_callback=None) -> dict[str, Any]:
         query, param = validated_query(query, param)

@@ -7,6 +7,9 @@
         again three times ("stable": it never flipped back).
     python -m tests.storages.replica_worker timestamps STACK WORKING_DIR WORKSPACE PREFIX N
         inserts N timestamped documents (ainserts of BATCH documents, all at once) and prints "done".
+    python -m tests.storages.replica_worker outage STACK WORKING_DIR WORKSPACE
+        inserts a passage and prints "ready"; then on each stdin line ("down", "up") queries prism and naive once
+        ("down") or until they answer (at most 60 s, "up") and prints what happened.
     python -m tests.storages.replica_worker merge STACK WORKING_DIR WORKSPACE BASE_URL
         runs agentic merging over every entity with the scripted LLM at BASE_URL and prints its report.
 
@@ -78,6 +81,30 @@ async def insert_timestamped(stack: str, working_dir: str, workspace: str, prefi
     print("done", flush=True)
 
 
+async def outage(stack: str, working_dir: str, workspace: str) -> None:
+    rag = replica(stack, working_dir, workspace)
+    await rag.initialize_storages()
+    await rag.ainsert("The Blue River flows through Townsville.", ids=["blue"])
+    print("ready", flush=True)
+    loop = asyncio.get_running_loop()
+    while line := (await loop.run_in_executor(None, sys.stdin.readline)).strip():
+        report, started = {}, time.monotonic()
+        for mode in ("prism", "naive"):
+            while True:
+                try:
+                    found = await holds(rag, mode, "Which river flows through Townsville?", "Blue River", True)
+                    report[mode] = {"found": found, "seconds": time.monotonic() - started}
+                    break
+                except Exception as exc:  # noqa: BLE001 - what the caller sees is the report
+                    report[mode] = {"error": type(exc).__name__, "message": str(exc),
+                                    "seconds": time.monotonic() - started}
+                    if line == "down" or time.monotonic() - started > 60:
+                        break
+                    await asyncio.sleep(0.2)
+        print(json.dumps(report), flush=True)
+    await rag.finalize_storages()
+
+
 async def merge(stack: str, working_dir: str, workspace: str, base_url: str) -> None:
     from lightrag.llm.openai import openai_complete_if_cache
 
@@ -98,4 +125,5 @@ async def merge(stack: str, working_dir: str, workspace: str, base_url: str) -> 
 
 if __name__ == "__main__":
     action, args = sys.argv[1], sys.argv[2:]
-    asyncio.run({"watch": watch, "timestamps": insert_timestamped, "merge": merge}[action](*args))
+    actions = {"watch": watch, "timestamps": insert_timestamped, "outage": outage, "merge": merge}
+    asyncio.run(actions[action](*args))

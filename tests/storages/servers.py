@@ -56,17 +56,27 @@ def redis_server(directory: Path):
         process.wait(timeout=30)
 
 
-@contextmanager
-def postgres_server(directory: Path):
+def start_postgres(directory: Path):
+    """A PostgreSQL server on ``directory`` (started, or started again on the same data); stop it with cleanup()."""
     import pgserver
 
     server = pgserver.get_server(str(directory), cleanup_mode="stop")
+    server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
+    return server
+
+
+def postgres_env(server) -> dict[str, str]:
+    uri = urlparse(server.get_uri())
+    return {"POSTGRES_HOST": parse_qs(uri.query)["host"][0], "POSTGRES_PORT": str(uri.port or 5432),
+            "POSTGRES_USER": uri.username or "postgres", "POSTGRES_PASSWORD": uri.password or "",
+            "POSTGRES_DATABASE": uri.path.lstrip("/") or "postgres"}
+
+
+@contextmanager
+def postgres_server(directory: Path):
+    server = start_postgres(directory)
     try:
-        server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
-        uri = urlparse(server.get_uri())
-        yield {"POSTGRES_HOST": parse_qs(uri.query)["host"][0], "POSTGRES_PORT": str(uri.port or 5432),
-               "POSTGRES_USER": uri.username or "postgres", "POSTGRES_PASSWORD": uri.password or "",
-               "POSTGRES_DATABASE": uri.path.lstrip("/") or "postgres"}
+        yield postgres_env(server)
     finally:
         server.cleanup()
 

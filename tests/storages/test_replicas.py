@@ -22,7 +22,7 @@ from lightrag_prism.plugin_state import plugin_state
 from tests.insert._rag import assert_graph_consistent
 from tests.insert.test_merging_integration import JUDGE_MARKER, judge
 from tests.storages.replica_worker import MODES, replica
-from tests.storages.servers import STACKS, postgres_server
+from tests.storages.servers import STACKS, postgres_env, postgres_server, start_postgres
 from tests.storages.stack_worker import corpus
 from tests.storages.test_server_backed import servers  # noqa: F401  (the module's server fixture)
 
@@ -133,6 +133,32 @@ async def test_replicas_starting_together_on_a_fresh_database_both_come_up(serve
             for worker in starting:
                 assert await read_line(worker) == "done"  # neither failed on creating the tables
                 await finish(worker)
+
+
+async def test_a_replica_that_loses_postgresql_fails_clearly_and_recovers_by_itself(tmp_path):
+    server = start_postgres(tmp_path / "pg")
+    # LightRAG's own retries, shortened (its defaults wait minutes for a switchover before giving up)
+    env = {**postgres_env(server), "POSTGRES_CONNECTION_RETRIES": "2", "POSTGRES_CONNECTION_RETRY_BACKOFF": "0.1",
+           "POSTGRES_CONNECTION_RETRY_BACKOFF_MAX": "0.2"}
+    try:
+        async with workers(("outage", "postgres", str(tmp_path / "w"), "outage"), env=env) as (replica_process,):
+            assert await read_line(replica_process) == "ready"
+            server.cleanup()  # the database goes away between two queries
+            replica_process.stdin.write(b"down\n")
+            await replica_process.stdin.drain()
+            down = json.loads(await read_line(replica_process))
+            for mode, outcome in down.items():
+                assert outcome["error"] == "StorageUnavailableError", (mode, outcome)
+                assert outcome["message"].startswith("the PG") and "is unreachable" in outcome["message"], outcome
+                assert "\n" not in outcome["message"], outcome  # one line, no driver traceback
+            server = start_postgres(tmp_path / "pg")  # back, on the same data
+            replica_process.stdin.write(b"up\n")
+            await replica_process.stdin.drain()
+            up = json.loads(await read_line(replica_process))
+            assert all(outcome.get("found") for outcome in up.values()), up  # reconnected, nothing lost
+            await finish(replica_process)
+    finally:
+        server.cleanup()
 
 
 async def test_two_replicas_merging_at_once_leave_one_consistent_graph(servers, scripted_server,  # noqa: F811
