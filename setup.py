@@ -6,7 +6,7 @@ ROOT = Path(__file__).parent
 
 setup(
     name="lightrag-prism",
-    version="0.2.0",
+    version="0.3.0",
     description=(
         "Drop-in LightRAG plugin: PrismRAG three-perspective expansion, HippoRAG 2, FiDeLiS, "
         "LLM rerankers and insert-time features, offline by default"

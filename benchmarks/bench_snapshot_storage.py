@@ -100,7 +100,7 @@ def main() -> None:
         nx, pg = row["networkx"], row["postgres"]
         print(f"{row['edges']:>8}  {nx['read']:>9.2f} s / {nx['build']:>6.2f} s  {pg['read']:>11.2f} s / "
               f"{pg['build']:>6.2f} s  {row['ratio']:>7.2f}x")
-    write_json("bench_snapshot_storage.json", results)
+    write_json("bench_snapshot_storage", {"sizes": results})
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ __all__ = [
     "OfflineTokenizer", "embedding_from_env", "llm_from_env", "local_embedding_func", "openai_compatible_embedding",
     "openai_compatible_llm", "registered_modes", "valid_modes",
 ]
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 _install_quiet_logs()
 _quiet_by_default(_ROOT_LOGGING_CONFIGURED)
