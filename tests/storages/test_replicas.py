@@ -161,11 +161,12 @@ async def test_a_replica_that_loses_postgresql_fails_clearly_and_recovers_by_its
         server.cleanup()
 
 
-async def test_two_replicas_merging_at_once_leave_one_consistent_graph(servers, scripted_server,  # noqa: F811
+@pytest.mark.parametrize("stack", list(STACKS))  # the lock: a PostgreSQL advisory lock, a Redis lock
+async def test_two_replicas_merging_at_once_leave_one_consistent_graph(servers, scripted_server, stack,  # noqa: F811
                                                                        tmp_path):
     scripted_server.script(JUDGE_MARKER, judge({frozenset(("Acme Corp", "Acme Corporation")),
                                                frozenset(("Acme Corporation", "Acme Corporation Inc"))}))
-    stack, workspace = "postgres", f"m{uuid.uuid4().hex[:8]}"
+    workspace = f"m{uuid.uuid4().hex[:8]}"
     rag = replica(stack, str(tmp_path / "setup"), workspace)
     await rag.initialize_storages()
     try:

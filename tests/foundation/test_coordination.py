@@ -1,0 +1,149 @@
+"""coordination.py: the graph version watcher (foreign changes, failures said, own changes not reloaded) and the
+shared lock on file storages; the replica tests (tests/storages/test_replicas.py) cover PostgreSQL and Redis."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from lightrag_prism import PrismQueryParam, PrismRAG
+from lightrag_prism import coordination
+from lightrag_prism.coordination import VersionWatcher, read_version
+from lightrag_prism.plugin_state import plugin_state
+from tests.helpers import hash_embedding_func
+
+pytestmark = pytest.mark.asyncio
+
+
+class Store:
+    """A plugin state whose version record another process may change, or whose reads may fail."""
+
+    def __init__(self):
+        self.token, self.fail = "", False
+
+    def document(self, name):
+        store = self
+
+        class Document:
+            async def load(self, default):
+                if store.fail:
+                    raise ConnectionRefusedError("server down")
+                return store.token or default
+
+            async def save(self, value):
+                store.token = value
+        return Document()
+
+
+async def test_the_watcher_reloads_once_per_foreign_change_and_never_for_its_own():
+    state, refreshed = Store(), []
+
+    async def refresh():
+        refreshed.append(state.token)
+
+    watcher = VersionWatcher(state, refresh, interval=0)
+    watcher.seen = await read_version(state)  # as initialize_storages does before its first build
+    assert not await watcher.check() and refreshed == []
+    state.token = "written-by-another-process"
+    assert await watcher.check() and not await watcher.check()
+    assert refreshed == ["written-by-another-process"]
+    await watcher.local_change()  # this process changed the graph: its own rebuild follows, no reload
+    assert state.token != "written-by-another-process" and not await watcher.check()
+    assert refreshed == ["written-by-another-process"]
+
+
+async def test_a_failed_check_is_said_and_retried():
+    state, attempts = Store(), []
+
+    async def refresh():
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise OSError("graph storage gone")
+
+    watcher = VersionWatcher(state, refresh, interval=0)
+    watcher.seen = ""
+    state.fail = True
+    assert not await watcher.check()
+    assert "could not be read" in watcher.failure and "server down" in watcher.failure
+    state.fail, state.token = False, "new"
+    assert not await watcher.check() and "could not reload it" in watcher.failure  # the reload failed: retried
+    assert await watcher.check() and watcher.failure is None and len(attempts) == 2
+
+
+async def test_the_poller_runs_in_the_background_and_stops(tmp_path):
+    state, refreshed = Store(), asyncio.Event()
+
+    async def refresh():
+        refreshed.set()
+
+    watcher = VersionWatcher(state, refresh, interval=0.01)
+    watcher.seen = ""
+    watcher.start()
+    state.token = "changed"
+    await asyncio.wait_for(refreshed.wait(), timeout=5)
+    await watcher.stop()
+    assert watcher._task is None
+
+
+async def test_a_query_says_when_it_answered_from_a_snapshot_it_could_not_check(tmp_path, monkeypatch):
+    rag = PrismRAG(working_dir=str(tmp_path), embedding_func=hash_embedding_func(), shared_version_interval=0)
+    await rag.initialize_storages()
+    try:
+        await rag.ainsert("Marta Olvide was born in Vexholm, a port city in Norway.")
+        question, param = "Where was Marta Olvide born?", PrismQueryParam(mode="prism")
+
+        async def unreadable(state):
+            raise ConnectionResetError("connection reset by peer")
+
+        monkeypatch.setattr(coordination, "read_version", unreadable)
+        await rag.version_watcher.check()
+        result = await rag.aquery_data(question, param)
+        assert result["data"]["chunks"]  # answered, from the last snapshot ...
+        fallbacks = [f for f in result["metadata"]["prism"]["fallbacks"] if f["step"] == "freshness"]
+        assert len(fallbacks) == 1 and "connection reset by peer" in fallbacks[0]["reason"]  # ... and said so
+        monkeypatch.undo()
+        await rag.version_watcher.check()
+        result = await rag.aquery_data(question, param)
+        assert not [f for f in result["metadata"]["prism"]["fallbacks"] if f["step"] == "freshness"]
+    finally:
+        await rag.finalize_storages()
+
+
+async def test_every_graph_change_publishes_a_new_version(tmp_path):
+    rag = PrismRAG(working_dir=str(tmp_path), embedding_func=hash_embedding_func())
+    await rag.initialize_storages()
+    try:
+        state, seen = plugin_state(rag), []
+        await rag.ainsert("Marta Olvide was born in Vexholm.", ids=["d1"])
+        seen.append(await read_version(state))
+        await rag.acreate_entity("Port Lind", {"entity_type": "location", "description": "a port city"})
+        seen.append(await read_version(state))
+        await rag.adelete_by_doc_id("d1")
+        seen.append(await read_version(state))
+        await rag.chunk_entity_relation_graph.drop()  # what LightRAG Server's clear does
+        seen.append(await read_version(state))
+        assert all(seen) and len(set(seen)) == 4
+        assert rag.version_watcher.seen == seen[-1]  # its own changes: nothing to reload
+    finally:
+        await rag.finalize_storages()
+
+
+async def test_the_shared_lock_on_file_storages_admits_one_holder_at_a_time(tmp_path):
+    rag = PrismRAG(working_dir=str(tmp_path), embedding_func=hash_embedding_func())
+    await rag.initialize_storages()
+    try:
+        inside, most = 0, 0
+
+        async def hold():
+            nonlocal inside, most
+            async with plugin_state(rag).lock("merge"):
+                inside += 1
+                most = max(most, inside)
+                await asyncio.sleep(0.01)
+                inside -= 1
+
+        await asyncio.gather(*(hold() for _ in range(5)))
+        assert most == 1
+    finally:
+        await rag.finalize_storages()
