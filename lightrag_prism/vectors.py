@@ -3,6 +3,8 @@
 Vectors come from the vector stores' public ``get_vectors_by_ids`` (every backend implements it); anything missing
 (another backend's gaps, a store written by older code) is re-embedded from the same text LightRAG indexes. The
 matrices are L2-normalised and cached in ``snapshot.derived``, so a query pays for them once per graph version.
+Given the snapshot a new one replaces (``base``), rows whose embedded text is unchanged (chunks: whose id is) are
+copied from it, and only new or changed rows are read from the store: a small insert costs its own rows.
 """
 
 from __future__ import annotations
@@ -47,41 +49,77 @@ async def vectors_by_id(vdb, ids: list[str], texts: list[str], embedding_func, d
     return unit_rows(out)
 
 
-async def entity_matrix(rag, snapshot: GraphSnapshot) -> np.ndarray:
-    """(N, d) entity vectors aligned with ``snapshot.node_ids``."""
-    if "entity_vectors" not in snapshot.derived:
-        ids = [entity_vdb_id(n) for n in snapshot.node_ids]
-        texts = [f"{n}\n{d.get('description', '')}" for n, d in zip(snapshot.node_ids, snapshot.node_data)]
-        snapshot.derived["entity_vectors"] = await vectors_by_id(
-            rag.entities_vdb, ids, texts, rag.embedding_func, rag.embedding_func.embedding_dim)
-    return snapshot.derived["entity_vectors"]
+def carried_rows(keys: list[str], base_keys: list[str] | None, base_rows: np.ndarray | None,
+                 dim: int) -> tuple[np.ndarray, list[int]]:
+    """A (len(keys), dim) matrix with the rows of ``base_rows`` whose key is in ``base_keys`` copied in, and the
+    positions of the keys it lacks (all of them without a base)."""
+    out = np.zeros((len(keys), dim), dtype=np.float32)
+    if base_rows is None or base_keys is None:
+        return out, list(range(len(keys)))
+    position = {key: i for i, key in enumerate(base_keys)}
+    found = [(i, position[key]) for i, key in enumerate(keys) if key in position]
+    if found:
+        rows, sources = (list(x) for x in zip(*found))
+        out[rows] = base_rows[sources]
+    return out, [i for i, key in enumerate(keys) if key not in position]
 
 
-async def relation_matrix(rag, snapshot: GraphSnapshot) -> np.ndarray:
-    """(E, d) relation vectors aligned with the snapshot's edges."""
-    if "relation_vectors" not in snapshot.derived:
-        keys = [snapshot.edge_key(e) for e in range(snapshot.num_edges)]
-        ids = [relation_vdb_id(s, t) for s, t in keys]
-        texts = [f"{d.get('keywords', '')}\t{s}\n{t}\n{d.get('description', '')}"
-                 for (s, t), d in zip(keys, snapshot.edge_data)]
-        snapshot.derived["relation_vectors"] = await vectors_by_id(
-            rag.relationships_vdb, ids, texts, rag.embedding_func, rag.embedding_func.embedding_dim)
-    return snapshot.derived["relation_vectors"]
+async def _aligned(rag, name: str, snapshot: GraphSnapshot, base: GraphSnapshot | None, vdb, ids: list[str],
+                   texts: list[str], keys: list[str]) -> np.ndarray:
+    """``snapshot.derived[name]``: rows carried over from ``base`` by key, the rest read by id (or embedded)."""
+    if name not in snapshot.derived:
+        dim = rag.embedding_func.embedding_dim
+        carried = (base.derived.get(f"{name}_keys"), base.derived.get(name)) if base is not None else (None, None)
+        out, missing = carried_rows(keys, *carried, dim)
+        if missing:
+            out[missing] = await vectors_by_id(vdb, [ids[i] for i in missing], [texts[i] for i in missing],
+                                               rag.embedding_func, dim)
+        snapshot.derived[f"{name}_keys"], snapshot.derived[name] = keys, out
+    return snapshot.derived[name]
 
 
-async def chunk_vectors(rag, chunk_ids: list[str]) -> np.ndarray:
-    """Vectors of the given chunks (by id; re-embedded from text_chunks if the store lacks them)."""
-    if not chunk_ids:
-        return np.zeros((0, rag.embedding_func.embedding_dim), np.float32)
-    records = await rag.text_chunks.get_by_ids(chunk_ids)
+async def entity_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None = None) -> np.ndarray:
+    """(N, d) entity vectors aligned with ``snapshot.node_ids`` (rows of unchanged entities carried from ``base``)."""
+    if "entity_vectors" in snapshot.derived:
+        return snapshot.derived["entity_vectors"]
+    ids = [entity_vdb_id(n) for n in snapshot.node_ids]
+    texts = [f"{n}\n{d.get('description', '')}" for n, d in zip(snapshot.node_ids, snapshot.node_data)]
+    return await _aligned(rag, "entity_vectors", snapshot, base, rag.entities_vdb, ids, texts, texts)
+
+
+async def relation_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None = None) -> np.ndarray:
+    """(E, d) relation vectors aligned with the snapshot's edges (unchanged relations carried from ``base``)."""
+    if "relation_vectors" in snapshot.derived:
+        return snapshot.derived["relation_vectors"]
+    keys = [snapshot.edge_key(e) for e in range(snapshot.num_edges)]
+    ids = [relation_vdb_id(s, t) for s, t in keys]
+    texts = [f"{d.get('keywords', '')}\t{s}\n{t}\n{d.get('description', '')}"
+             for (s, t), d in zip(keys, snapshot.edge_data)]
+    return await _aligned(rag, "relation_vectors", snapshot, base, rag.relationships_vdb, ids, texts, texts)
+
+
+async def chunk_vectors(rag, chunk_ids: list[str], base: tuple | None = None) -> tuple[np.ndarray, list[str]]:
+    """Vectors of the given chunks, and their texts: read by id (re-embedded from text_chunks if the store lacks
+    them). ``base`` = (texts, rows) of an earlier call: rows of the same text are carried over. Keyed by text, not
+    id: a document deleted and inserted again under its id gives new content the same chunk ids."""
+    records = await rag.text_chunks.get_by_ids(chunk_ids) if chunk_ids else []
     texts = [(r or {}).get("content", "") for r in records]
-    return await vectors_by_id(rag.chunks_vdb, chunk_ids, texts, rag.embedding_func, rag.embedding_func.embedding_dim)
+    dim = rag.embedding_func.embedding_dim
+    out, missing = carried_rows(texts, *(base or (None, None)), dim)
+    if missing:
+        out[missing] = await vectors_by_id(rag.chunks_vdb, [chunk_ids[i] for i in missing],
+                                           [texts[i] for i in missing], rag.embedding_func, dim)
+    return out, texts
 
 
-async def chunk_matrix(rag, snapshot: GraphSnapshot) -> np.ndarray:
-    """(C, d) vectors of the snapshot's chunks (``snapshot.chunk_ids`` order), cached on the snapshot."""
+async def chunk_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None = None) -> np.ndarray:
+    """(C, d) vectors of the snapshot's chunks (``snapshot.chunk_ids`` order), cached on the snapshot; rows of
+    chunks whose text ``base`` had are carried over."""
     if "chunk_vectors" not in snapshot.derived:
-        snapshot.derived["chunk_vectors"] = await chunk_vectors(rag, snapshot.chunk_ids)
+        carried = (base.derived.get("chunk_vectors_keys"), base.derived.get("chunk_vectors")) if base else None
+        vectors, texts = await chunk_vectors(rag, snapshot.chunk_ids, carried if carried and carried[1] is not None
+                                             else None)
+        snapshot.derived["chunk_vectors_keys"], snapshot.derived["chunk_vectors"] = texts, vectors
     return snapshot.derived["chunk_vectors"]
 
 

@@ -66,12 +66,14 @@ def warm_snapshot(snapshot: GraphSnapshot, base: GraphSnapshot | None) -> None:
 
 
 async def prepare_views(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None) -> None:
-    """Every view of ``snapshot`` the hipporag, prism and fidelis modes read, cached on it."""
+    """Every view of ``snapshot`` the hipporag, prism and fidelis modes read, cached on it; what is unchanged since
+    ``base`` (the snapshot it replaces) is carried over, not read again: vectors of unchanged entities, relations
+    and passages (``vectors.py``), the name and fact indexes (``hipporag/index.py``), synonyms and FastRP."""
     store = hippo_state(rag).fact_index.store
     async with store.one_flush() if store is not None else contextlib.nullcontext():  # names and facts
-        await asyncio.gather(hipporag_graph(rag, snapshot), fact_view(rag, snapshot),
-                             entity_matrix(rag, snapshot), relation_matrix(rag, snapshot),
-                             chunk_matrix(rag, snapshot))  # the last three: fidelis, prism
+        await asyncio.gather(hipporag_graph(rag, snapshot, base), fact_view(rag, snapshot),
+                             entity_matrix(rag, snapshot, base), relation_matrix(rag, snapshot, base),
+                             chunk_matrix(rag, snapshot, base))  # the last three: fidelis, prism
     await asyncio.to_thread(warm_snapshot, snapshot, base)
 
 

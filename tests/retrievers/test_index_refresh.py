@@ -17,7 +17,9 @@ SECOND = "Bob Marsh works for Marsh Dynamics in Lakeside. Bob Marsh met Carol Wh
 
 
 async def _rag(tmp_path) -> PrismRAG:
-    rag = PrismRAG(working_dir=str(tmp_path), embedding_func=hash_embedding_func(), tokenizer=offline_tokenizer())
+    # A workspace of its own: LightRAG keeps file-storage data per (namespace, workspace) for the whole process.
+    rag = PrismRAG(working_dir=str(tmp_path), workspace=tmp_path.name, embedding_func=hash_embedding_func(),
+                   tokenizer=offline_tokenizer())
     await rag.initialize_storages()
     return rag
 
@@ -44,5 +46,52 @@ async def test_every_insert_brings_the_indexes_up_to_date_before_any_query(tmp_p
         assert sorted(names_after) == sorted(snapshot.node_ids) and "Bob Marsh" in names_after
         result = await rag.aquery_data("Where was Alice Vance born?", QueryParam(mode="prism"))
         assert result["data"]["chunks"]
+    finally:
+        await rag.finalize_storages()
+
+
+def _count_vector_reads(rag) -> dict[str, list[int]]:
+    """Wrap the three vector stores' get_vectors_by_ids (instance attributes) to record how many ids each read."""
+    reads: dict[str, list[int]] = {"entities": [], "relationships": [], "chunks": []}
+    for name, vdb in (("entities", rag.entities_vdb), ("relationships", rag.relationships_vdb),
+                      ("chunks", rag.chunks_vdb)):
+        original = vdb.get_vectors_by_ids
+
+        async def counted(ids, _original=original, _name=name):
+            reads[_name].append(len(ids))
+            return await _original(ids)
+
+        vdb.get_vectors_by_ids = counted
+    return reads
+
+
+async def test_a_small_insert_reads_only_its_own_rows_and_matches_a_fresh_build(tmp_path):
+    import numpy as np
+
+    from lightrag_prism.retrievers.hipporag.graph import hipporag_graph
+    from lightrag_prism.snapshot import snapshot_from_storage
+    from lightrag_prism.vectors import chunk_matrix, entity_matrix, relation_matrix
+
+    rag = await _rag(tmp_path)
+    try:
+        await rag.ainsert([FIRST, SECOND, "Dana Reyes teaches physics at Lakeside College."], ids=["a", "b", "c"])
+        before = await rag.graph_snapshot()
+        texts_before = {f"{n}\n{d.get('description', '')}" for n, d in zip(before.node_ids, before.node_data)}
+        reads = _count_vector_reads(rag)
+        await rag.ainsert("Evan Holt repairs boats in Townsville.", ids=["d"])  # prepares the views incrementally
+        after = await rag.graph_snapshot()
+        changed = [n for n, d in zip(after.node_ids, after.node_data)
+                   if f"{n}\n{d.get('description', '')}" not in texts_before]
+        assert 0 < len(changed) < after.num_nodes
+        assert sum(reads["entities"]) == len(changed)  # only new or changed entities were read
+        assert 0 < sum(reads["relationships"]) < after.num_edges
+        assert sum(reads["chunks"]) == 2  # the new passage, once for prism/fidelis and once for hipporag
+
+        fresh = await snapshot_from_storage(rag.chunk_entity_relation_graph)  # the same graph, built from scratch
+        for matrix in (entity_matrix, relation_matrix, chunk_matrix):
+            np.testing.assert_allclose(await matrix(rag, after), await matrix(rag, fresh), atol=1e-6)
+        incremental, scratch = after.derived["hipporag_graph"], await hipporag_graph(rag, fresh)
+        assert incremental.passage_ids == scratch.passage_ids
+        np.testing.assert_allclose(incremental.passage_vectors, scratch.passage_vectors, atol=1e-6)
     finally:
         await rag.finalize_storages()

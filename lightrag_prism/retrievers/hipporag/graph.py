@@ -34,7 +34,7 @@ from ...graph import knn
 from ...graph.ppr import Transition, transition_matrix
 from ...plugin_state import find_plugin_state
 from ...snapshot import GraphSnapshot
-from ...vectors import vectors_by_id
+from ...vectors import carried_rows, vectors_by_id
 from .index import EmbeddingIndex
 from ..passage_rank import PassageGraph, build_passage_graph
 
@@ -161,13 +161,21 @@ async def all_passage_ids(rag, snapshot: GraphSnapshot) -> list[str]:
     return list(dict.fromkeys(list(snapshot.chunk_ids) + extra))
 
 
-async def _passages(rag, snapshot: GraphSnapshot) -> tuple[list[str], list[dict], np.ndarray]:
+async def _passages(rag, snapshot: GraphSnapshot, base: "HippoGraph | None"
+                    ) -> tuple[list[str], list[dict], np.ndarray]:
+    """Every passage's record and vector; vectors of passages whose text ``base`` had are carried over."""
     ids = await all_passage_ids(rag, snapshot)
     records = await rag.text_chunks.get_by_ids(ids) if ids else []
     data = [{"content": (r or {}).get("content", ""), "file_path": (r or {}).get("file_path", "unknown_source"),
              "valid": r is not None} for r in records]
-    vectors = await vectors_by_id(rag.chunks_vdb, ids, [d["content"] for d in data], rag.embedding_func,
-                                  rag.embedding_func.embedding_dim)
+    texts, dim = [d["content"] for d in data], rag.embedding_func.embedding_dim
+    carried = (None, None)
+    if base is not None:
+        carried = ([d["content"] if d["valid"] else None for d in base.passage_data], base.passage_vectors)
+    vectors, missing = carried_rows(texts, *carried, dim)
+    if missing:
+        vectors[missing] = await vectors_by_id(rag.chunks_vdb, [ids[i] for i in missing],
+                                               [texts[i] for i in missing], rag.embedding_func, dim)
     return ids, data, vectors
 
 
@@ -188,8 +196,9 @@ def passage_incidence(snapshot: GraphSnapshot, n_passages: int) -> sp.csr_matrix
     return sp.csr_matrix((np.ones(inc.nnz), inc.indices, inc.indptr), shape=(snapshot.num_nodes, n_passages))
 
 
-async def hipporag_graph(rag, snapshot: GraphSnapshot) -> HippoGraph:
-    """The graph view of ``snapshot`` (built once per snapshot version, synonyms updated incrementally)."""
+async def hipporag_graph(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None = None) -> HippoGraph:
+    """The graph view of ``snapshot`` (built once per snapshot version, synonyms updated incrementally, passage
+    vectors carried over from ``base``'s view)."""
     cached = snapshot.derived.get("hipporag_graph")
     if cached is not None:
         return cached
@@ -205,7 +214,8 @@ async def hipporag_graph(rag, snapshot: GraphSnapshot) -> HippoGraph:
         if names:
             await asyncio.to_thread(state.synonyms.update, names, name_vectors)
         timings["synonyms"] = time.perf_counter() - start
-        ids, data, vectors = await _passages(rag, snapshot)
+        ids, data, vectors = await _passages(rag, snapshot,
+                                             base.derived.get("hipporag_graph") if base is not None else None)
         structure = build_passage_graph(snapshot, synonym_adjacency(snapshot, state.synonyms.pairs),
                                         passage_incidence(snapshot, len(ids)))
         adj = structure.adjacency(np.ones(snapshot.num_edges))
