@@ -19,9 +19,9 @@ import json
 import logging
 import os
 import sys
+import textwrap
 from pathlib import Path
 
-from .errors import LLM_SETUP_HINT
 from .inputs import SUPPORTED_SUFFIXES, InputError, collect_documents, source_names
 
 EXIT_ERROR = 2
@@ -32,12 +32,17 @@ class CLIError(Exception):
     """A user error reported as one line, without a traceback."""
 
 
+NO_LLM_LINE = "No LLM configured (set PRISM_LLM_MODEL, and OPENAI_BASE_URL for a local server): {what}"
+EXCERPT_CHARS = 200  # about two lines of a passage under each ranked result
+
+
 def make_rag(working_dir: str):
     from . import PrismRAG, llm_from_env
     from .backends import EMBEDDING_BATCH, default_embedding_func
 
+    # stock_mode_llm_fallbacks: every mode, the default mix included, fails the same way on a dead LLM (LLMCallError)
     return PrismRAG(working_dir=working_dir, llm_model_func=llm_from_env(), embedding_func=default_embedding_func(),
-                    embedding_batch_num=EMBEDDING_BATCH)
+                    embedding_batch_num=EMBEDDING_BATCH, stock_mode_llm_fallbacks=True)
 
 
 def check_working_dir(working_dir: str, *, for_query: bool) -> None:
@@ -67,8 +72,7 @@ async def cmd_index(args) -> None:
     Path(args.working_dir).mkdir(parents=True, exist_ok=True)
     rag = make_rag(args.working_dir)
     if not rag.llm_configured:
-        print("No LLM configured: using the offline extractor. For LLM extraction:\n" + LLM_SETUP_HINT,
-              file=sys.stderr)
+        print(NO_LLM_LINE.format(what="indexing with the offline extractor"), file=sys.stderr)
     await rag.initialize_storages()
     try:
         files = collected.documents
@@ -105,16 +109,39 @@ async def cmd_query(args) -> None:
     rag = make_rag(args.working_dir)
     await rag.initialize_storages()
     try:
-        if args.context_only or not rag.llm_configured:
-            if not args.context_only:
-                print("No LLM configured: showing the retrieved context instead of an answer.\n"
-                      + LLM_SETUP_HINT + "\n", file=sys.stderr)
-            print(json.dumps(await rag.aquery_data(args.question, param), indent=2, ensure_ascii=False,
-                             default=str))
-        else:
-            print(await rag.aquery(args.question, param))
+        answer = rag.llm_configured and not args.context_only
+        if not rag.llm_configured and not args.context_only:
+            print(NO_LLM_LINE.format(what="retrieval only"), file=sys.stderr)
+        result = await (rag.aquery_llm(args.question, param) if answer else rag.aquery_data(args.question, param))
+        if args.json:
+            result.get("llm_response", {}).pop("response_iterator", None)
+            print(json.dumps(result, indent=2, ensure_ascii=False, default=str))
+            return
+        if result.get("status") != "success":
+            raise CLIError(f"nothing retrieved ({result.get('message') or 'no result'})")
+        if answer:
+            print((result.get("llm_response") or {}).get("content") or "(the LLM gave no answer)")
+            print()
+        print(ranked_passages(result["data"].get("chunks", [])))
     finally:
         await rag.finalize_storages()
+
+
+def ranked_passages(chunks: list[dict]) -> str:
+    """Rank, source file, score and what found each passage, then the first two lines or so of its text."""
+    if not chunks:
+        return "No passage retrieved."
+    lines = []
+    for rank, chunk in enumerate(chunks, start=1):
+        score = chunk.get("score")
+        found_by = str(chunk.get("found_by") or "-").replace("+", ", ")  # e.g. "dense+ppr"
+        head = f"{rank:>2}. {chunk.get('file_path') or 'unknown source'}"
+        head += f"  score {score:.3f}" if isinstance(score, (int, float)) else ""
+        lines.append(f"{head}  found by: {found_by}")
+        text = " ".join(str(chunk.get("content", "")).split())
+        excerpt = text[:EXCERPT_CHARS].rsplit(" ", 1)[0] + " ..." if len(text) > EXCERPT_CHARS else text
+        lines.extend(textwrap.wrap(excerpt, width=110, initial_indent="    ", subsequent_indent="    "))
+    return "\n".join(lines)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -141,7 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--working-dir", default="./prism_storage", help="the index to query")
     p.add_argument("--top-k", type=int, default=None, help="entities/relations retrieved (default: LightRAG's)")
     p.add_argument("--chunk-top-k", type=int, default=None, help="chunks kept (default: LightRAG's)")
-    p.add_argument("--context-only", action="store_true", help="print the retrieved data, no answer")
+    p.add_argument("--context-only", action="store_true", help="retrieval only: the ranked passages, no answer")
+    p.add_argument("--json", action="store_true", help="print LightRAG's raw result (entities, relations, chunks, "
+                   "metadata) as JSON")
     p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="as above")
     bench.build_parser(sub.add_parser("bench", help="benchmark every mode on a bundled dataset (writes "
                                       "benchmarks/results/bench/ and indexes under prism_storage/bench/)",
@@ -162,6 +191,8 @@ def configure_logging(verbose: bool) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING)
     for name in ("lightrag", "nano-vectordb", "lightrag_prism", "sentence_transformers"):
         logging.getLogger(name).setLevel(logging.INFO if verbose else logging.WARNING)
+    if not verbose:  # a failure is reported once, as one line; LightRAG's own ERROR lines (its retries) repeat it
+        logging.getLogger("lightrag").setLevel(logging.CRITICAL)
 
 
 def describe_failure(exc: BaseException) -> str:

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from lightrag.llm_roles import ROLES
 
-from .backends.openai_compat import DEFAULT_BASE_URL
+from .backends.openai_compat import DEFAULT_BASE_URL, connection_refused
 from .errors import LLMCallError
 
 ENDPOINT_ATTRIBUTE = "prism_llm_endpoint"
@@ -66,8 +66,14 @@ def root_cause(exc: BaseException) -> BaseException:
 
 def describe_cause(exc: BaseException) -> str:
     cause = root_cause(exc)
-    text = str(cause).strip().splitlines()[0][:300] if str(cause).strip() else ""
+    text = str(cause).strip().splitlines()[0][:300].rstrip(".") if str(cause).strip() else ""
+    text = text + connection_detail(exc) if text else text
     return f"{type(cause).__name__}: {text}" if text else type(cause).__name__
+
+
+def connection_detail(exc: BaseException) -> str:
+    """" (connection refused)" when nothing listens at the endpoint: the client's own text says "Connection error"."""
+    return " (connection refused)" if connection_refused(exc) is not None else ""
 
 
 def call_error(step: str, endpoint: str, exc: BaseException) -> LLMCallError:

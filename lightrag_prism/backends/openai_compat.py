@@ -13,7 +13,8 @@ Settings come from the environment:
 =========================  ===========================================================
 
 A failed call (connection error, timeout, HTTP 429/5xx, an invalid response) is retried ``max_retries`` times with
-exponential waits of 0.5 to 4 s (LightRAG's own client makes three attempts with 4 to 10 s waits), then raised.
+exponential waits of 0.5 to 4 s (LightRAG's own client makes three attempts with 4 to 10 s waits), then raised. A
+refused connection (nothing listens at the endpoint) is not transient: it is retried once at most.
 
 The client is LightRAG's own ``openai_complete_if_cache`` / ``openai_embed``; nothing here opens a second client.
 """
@@ -64,8 +65,8 @@ def openai_compatible_llm(model: str, base_url: str | None = None, api_key: str 
 
     if not isinstance(max_retries, int) or max_retries < 0:
         raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
-    send = openai_complete_if_cache.retry_with(stop=stop_after_attempt(max_retries + 1), reraise=True,
-                                               wait=wait_exponential(multiplier=0.5, min=0.5, max=4))
+    send = openai_complete_if_cache.retry_with(stop=stop_after_attempt(max_retries + 1) | _refused_after_one_retry,
+                                               reraise=True, wait=wait_exponential(multiplier=0.5, min=0.5, max=4))
 
     async def complete(prompt, system_prompt=None, history_messages=None, **kwargs):
         kwargs.pop("hashing_kv", None)  # LightRAG caches at its own call sites
@@ -76,6 +77,24 @@ def openai_compatible_llm(model: str, base_url: str | None = None, api_key: str 
 
     complete.model_name, complete.base_url = model, base_url or DEFAULT_BASE_URL
     return complete
+
+
+def connection_refused(exc: BaseException) -> ConnectionRefusedError | None:
+    """The ConnectionRefusedError under ``exc`` (the client wraps it in two or three layers), if any."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, ConnectionRefusedError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _refused_after_one_retry(retry_state) -> bool:
+    """tenacity stop condition: a second refused connection ends the retries."""
+    outcome = retry_state.outcome
+    return (retry_state.attempt_number >= 2 and outcome is not None and outcome.failed
+            and connection_refused(outcome.exception()) is not None)
 
 
 def embedding_from_env(environ=os.environ) -> EmbeddingFunc | None:

@@ -51,12 +51,18 @@ def test_index_then_query_offline(capsys, tmp_path, endpoint_env):
     assert main(["index", str(docs), "--working-dir", work]) == 0
     out = capsys.readouterr()
     assert "No LLM configured" in out.err and "Indexed 2 file(s)" in out.out
-    assert main(["query", "Where does Alice Smith work?", "--mode", "hybrid", "--working-dir", work]) == 0
+    assert main(["query", "Where does Alice Smith work?", "--mode", "hybrid", "--working-dir", work, "--json"]) == 0
     out = capsys.readouterr()
-    assert "showing the retrieved context" in out.err
+    assert out.err.strip().splitlines() == ["No LLM configured (set PRISM_LLM_MODEL, and OPENAI_BASE_URL for a "
+                                            "local server): retrieval only"]
     data = json.loads(out.out)
     assert data["status"] == "success"
     assert any(e["entity_name"] == "Alice Smith" for e in data["data"]["entities"])
+    assert main(["query", "Where does Alice Smith work?", "--mode", "prism", "--working-dir", work]) == 0
+    lines = capsys.readouterr().out.splitlines()  # readable: rank, source, score, what found it, an excerpt
+    assert lines[0].startswith(" 1. a.txt  score ") and "found by: " in lines[0], lines
+    assert lines[1].startswith("    Alice Smith works at Acme Corp"), lines
+    assert len(lines) < 40
 
 
 def test_demo_end_to_end_with_the_local_embedder(capsys, tmp_path):
@@ -232,3 +238,36 @@ def test_pdf_and_docx_are_read_and_broken_ones_refused_by_name(tmp_path):
         (tmp_path / name).write_bytes(data)
         with pytest.raises(InputError, match=name):
             read_document(tmp_path / name)
+
+
+def test_a_dead_llm_fails_every_mode_the_same_way_in_one_line(capsys, monkeypatch, tmp_path):
+    """Nothing listens at the endpoint: in every mode, the default (mix) and the stock ones included, exit 2 with
+    one clean line naming the endpoint, within seconds (a refused connection is retried once at most)."""
+    import time
+
+    from lightrag_prism import backends
+    from lightrag_prism.retrievers import valid_modes
+    from tests.helpers import hash_embedding_func
+    from tests.server.support import free_port
+
+    monkeypatch.setattr(backends, "default_embedding_func", hash_embedding_func)
+    monkeypatch.delenv("PRISM_LLM_MODEL", raising=False)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "founders.txt").write_text("Alice Smith works at Acme Corp in Paris. Acme Corp was founded by Carol White.")
+    work = str(tmp_path / "w")
+    assert main(["index", str(docs), "--working-dir", work]) == 0
+    capsys.readouterr()
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    monkeypatch.setenv("PRISM_LLM_MODEL", "m")
+    monkeypatch.setenv("OPENAI_BASE_URL", dead)
+    for mode in [None, *(m for m in valid_modes() if m != "bypass")]:
+        started = time.monotonic()
+        assert main(["query", "Who founded Acme Corp?", "--working-dir", work,
+                     *(["--mode", mode] if mode else [])]) == 2, mode
+        seconds = time.monotonic() - started
+        out = capsys.readouterr()
+        lines = out.err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and out.out == "", (mode, out)
+        assert dead in lines[0] and "connection refused" in lines[0] and ".." not in lines[0], (mode, lines)
+        assert seconds < 5, (mode, seconds)
