@@ -41,6 +41,7 @@ SERVER_GLOBALS = [
     ("lightrag.api.routers.document_routes", "InsertTextRequest"),
     ("lightrag.api.routers.document_routes", "InsertTextsRequest"),
     ("lightrag.api.routers.document_routes", "pipeline_index_texts"),
+    ("lightrag.api.lightrag_server", "create_embedding_function_from_args"),
 ]
 OLLAMA_PARSE_PARAMS = 1
 PIPELINE_INDEX_TEXTS_PARAMS = 7
@@ -190,9 +191,12 @@ def claiming_timestamps(original):
 
 
 # --- install -------------------------------------------------------------------------------------------------
-def install(make_rag: Callable[..., Any], add_routes: Callable[[Any, Any, Any], None]) -> None:
+def install(make_rag: Callable[..., Any], add_routes: Callable[[Any, Any, Any], None],
+            embedding_func: Any = None) -> None:
     """Point LightRAG Server at PrismRAG. ``make_rag(**kwargs)`` replaces ``LightRAG(**kwargs)`` in ``create_app``;
-    ``add_routes(app, rag, args)`` adds the plugin's routes to the app ``create_app`` returns. Idempotent."""
+    ``add_routes(app, rag, args)`` adds the plugin's routes to the app ``create_app`` returns. With the plugin's own
+    ``embedding_func``, LightRAG's binding factory is not run (its default binding, Ollama, pip-installs the
+    ``ollama`` package when imported). Idempotent."""
     from lightrag.api import lightrag_server
     from lightrag.api.routers import document_routes, ollama_api, query_routes
 
@@ -216,6 +220,8 @@ def install(make_rag: Callable[..., Any], add_routes: Callable[[Any, Any, Any], 
         return create_app
 
     wrap_once(lightrag_server, "create_app", adding_routes)  # marks it: a second install returns above
+    if embedding_func is not None:
+        lightrag_server.create_embedding_function_from_args = lambda args, config_cache=None: embedding_func
     lightrag_server.LightRAG = build_rag
     query_routes.QueryRequest = prism_query_request(query_routes.QueryRequest)
     modes = plugin_search_modes()

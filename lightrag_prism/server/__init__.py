@@ -22,40 +22,64 @@ SERVER_EXTRA_HINT = "the server needs the api extra: pip install 'lightrag-prism
 
 
 def explicit_binding(argv: list[str], option: str, env: str) -> bool:
+    """Whether the user set ``option`` on the command line or ``env`` in the environment."""
     return any(a == option or a.startswith(option + "=") for a in argv) or bool(os.environ.get(env))
 
 
-def make_server_rag(use_server_llm: bool, use_server_embedding: bool):
-    """The factory that replaces ``LightRAG(...)`` inside LightRAG Server's ``create_app``."""
+def make_server_rag(use_server_llm: bool, embedding_func):
+    """The factory that replaces ``LightRAG(...)`` inside LightRAG Server's ``create_app``; ``embedding_func``: the
+    plugin's embedder, or None for LightRAG Server's own binding."""
     from .. import PrismRAG, llm_from_env
-    from ..backends import EMBEDDING_BATCH, default_embedding_func
+    from ..backends import EMBEDDING_BATCH
 
     def make(**kwargs):
         if not use_server_llm:
             kwargs.update(llm_model_func=llm_from_env(), llm_model_kwargs={}, role_llm_configs={})
             kwargs["llm_model_name"] = os.environ.get("PRISM_LLM_MODEL") or "offline"
-        if not use_server_embedding:
-            kwargs.update(embedding_func=default_embedding_func(), embedding_batch_num=EMBEDDING_BATCH)
+        if embedding_func is not None:
+            kwargs.update(embedding_func=embedding_func, embedding_batch_num=EMBEDDING_BATCH)
         return PrismRAG(answer_without_llm="context", **kwargs)
 
     return make
 
 
+def describe_plugin_bindings(args, use_server_llm: bool, embedding_func) -> None:
+    """LightRAG Server's options describe what the plugin really uses, and name bindings that import nothing to
+    install: its default, Ollama, pip-installs the ``ollama`` package (``pipmaster``) at start, which needs the
+    network. The startup log and splash screen then state the real model and dimension."""
+    from ..backends.openai_compat import DEFAULT_BASE_URL
+
+    if not use_server_llm:
+        args.llm_binding = "openai"  # LightRAG's OpenAI client module: a core dependency, nothing to install
+        args.llm_model = os.environ.get("PRISM_LLM_MODEL") or "none (offline extraction, context answers)"
+        args.llm_binding_host = os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+    if embedding_func is not None:
+        args.embedding_binding = "openai"  # validated by create_app; the factory itself is replaced (patches)
+        args.embedding_model = getattr(embedding_func, "model_name", None) or "lightrag_prism"
+        args.embedding_dim = embedding_func.embedding_dim
+    print(f"lightrag_prism: LLM {args.llm_model if not use_server_llm else 'from LightRAG Server binding'}; "
+          f"embedder {args.embedding_model}, {args.embedding_dim}-d", flush=True)
+
+
 def install_server(argv: list[str]):
     """Parse LightRAG Server's options from ``argv`` and install the plugin's server patches; returns the args."""
+    sys.argv = ["lightrag-prism serve", *argv]  # LightRAG Server's parser reads sys.argv
     try:
         from lightrag.api import config
+
+        args = config.initialize_config(force=True)
+        from lightrag.api import lightrag_server  # noqa: F401  (FastAPI and the rest of the api extra)
     except ImportError as exc:
         raise SystemExit(f"lightrag-prism serve: {SERVER_EXTRA_HINT} ({exc})") from None
-    sys.argv = ["lightrag-prism serve", *argv]  # LightRAG Server's parser reads sys.argv
-    args = config.initialize_config(force=True)
+    from ..backends import default_embedding_func
     from ..patches import server as server_patch
     from .explorer import add_explorer_routes
 
-    server_patch.install(
-        make_server_rag(explicit_binding(argv, "--llm-binding", "LLM_BINDING"),
-                        explicit_binding(argv, "--embedding-binding", "EMBEDDING_BINDING")),
-        add_explorer_routes)
+    use_server_llm = explicit_binding(argv, "--llm-binding", "LLM_BINDING")
+    embedding_func = None if explicit_binding(argv, "--embedding-binding", "EMBEDDING_BINDING") else \
+        default_embedding_func()
+    describe_plugin_bindings(args, use_server_llm, embedding_func)
+    server_patch.install(make_server_rag(use_server_llm, embedding_func), add_explorer_routes, embedding_func)
     return args
 
 
@@ -66,7 +90,8 @@ def serve(argv: list[str]) -> int:
     args = install_server(argv)
     from ..quiet_logs import install as install_quiet_logs
 
-    if args.workers > 1:
+    # LightRAG's parser defaults to 2 workers, which its uvicorn runner ignores: several only when asked for
+    if explicit_binding(argv, "--workers", "WORKERS") and args.workers > 1:
         from lightrag.api import run_with_gunicorn
 
         print(f"lightrag-prism server on http://{args.host}:{args.port} with {args.workers} workers  "
