@@ -155,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"lightrag-prism {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="LightRAG's INFO logs; tracebacks on errors")
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("index", help="index text, Markdown or HTML files or folders", formatter_class=formatter)
+    p = sub.add_parser("index", help="index files or folders: text, Markdown, HTML, PDF, Word (.docx)", formatter_class=formatter)
     p.add_argument("paths", nargs="+", help=f"files or folders (recursively); types: {' '.join(SUPPORTED_SUFFIXES)}")
     p.add_argument("--working-dir", default="./prism_storage", help="where the index is stored")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -166,8 +166,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="QueryParam overrides, e.g. ppr_damping=0.6 prism_dense_head=1")
     p.add_argument("--mode", default="mix", choices=valid_modes(), help="retrieval mode")
     p.add_argument("--working-dir", default="./prism_storage", help="the index to query")
-    p.add_argument("--top-k", type=int, default=None, help="entities/relations retrieved (default: LightRAG's)")
-    p.add_argument("--chunk-top-k", type=int, default=None, help="chunks kept (default: LightRAG's)")
+    # "%(default).0s" prints nothing and stops the formatter from appending "(default: None)"
+    p.add_argument("--top-k", type=int, default=None,
+                   help="entities/relations retrieved (default: LightRAG's)%(default).0s")
+    p.add_argument("--chunk-top-k", type=int, default=None, help="chunks kept (default: LightRAG's)%(default).0s")
     p.add_argument("--context-only", action="store_true", help="retrieval only: the ranked passages, no answer")
     p.add_argument("--json", action="store_true", help="print LightRAG's raw result (entities, relations, chunks, "
                    "metadata) as JSON")
@@ -255,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - every failure is one line (the traceback with -v)
         if args.verbose:
             raise
-        known = isinstance(exc, (CLIError, InputError, ValueError)) or type(exc).__name__ in KNOWN_ERRORS
+        known = isinstance(exc, (CLIError, InputError, ValueError, ImportError)) or type(exc).__name__ in KNOWN_ERRORS
         print(f"error: {exc if known else describe_failure(exc)}", file=sys.stderr)
         if not known:
             print("(run with -v for the traceback)", file=sys.stderr)

@@ -24,7 +24,7 @@ async def _finished(rag) -> int:
 @asynccontextmanager
 async def insert_progress(rag, total: int, desc: str, unit: str = "doc", disable: bool = False):
     """Run an insert inside this block; the bar shows how many of its ``total`` documents are finished."""
-    bar = tqdm(total=total, desc=desc, unit=unit, disable=disable)
+    bar = tqdm(total=total, desc=desc, unit=unit, disable=disable or total == 0)  # nothing to do: no "0passage"
     base = await _finished(rag)
 
     async def follow() -> None:

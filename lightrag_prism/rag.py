@@ -14,6 +14,7 @@ A drop-in subclass: same constructor, storages and return types. Differences a u
 from __future__ import annotations
 
 import functools
+import importlib.util
 import logging
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -84,6 +85,22 @@ def validated_query(query: str, param: QueryParam) -> tuple[str, PrismQueryParam
     param = as_prism_param(param)
     check_mode(param.mode)
     return query, param
+
+
+# Client libraries of LightRAG's server-backed storages (by class-name prefix): LightRAG pip-installs a missing one
+# when it imports the storage module, which fails offline with an unrelated-looking error.
+STORAGE_CLIENTS = {"PG": ("asyncpg",), "PGVector": ("asyncpg", "pgvector"), "Redis": ("redis",)}
+SERVERS_EXTRA_HINT = "pip install 'lightrag-prism[servers]'"
+
+
+def check_storage_clients(storages) -> None:
+    """One clear error naming the extra when a chosen storage's client library is not installed."""
+    for name in map(str, storages):
+        prefix = next((p for p in sorted(STORAGE_CLIENTS, key=len, reverse=True) if name.startswith(p)), None)
+        missing = [m for m in STORAGE_CLIENTS.get(prefix, ()) if importlib.util.find_spec(m) is None]
+        if missing:
+            raise ImportError(f"{name} needs {', '.join(missing)}, which the servers extra installs: "
+                              f"{SERVERS_EXTRA_HINT}")
 
 
 def naming_storage_faults(method):
@@ -185,8 +202,9 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         if self.embedding_func is not None:
             self.embedding_func = with_embedding_cache(self.embedding_func, self.embedding_cache_size)
         install_insert_features(self)
-        if any(str(name).startswith("PG") for name in (self.kv_storage, self.vector_storage, self.graph_storage,
-                                                          self.doc_status_storage)):
+        storages = (self.kv_storage, self.vector_storage, self.graph_storage, self.doc_status_storage)
+        check_storage_clients(storages)
+        if any(str(name).startswith("PG") for name in storages):
             patches.postgres.install()
         super().__post_init__(addon_params)
         self._snapshots = SnapshotCache(self.chunk_entity_relation_graph)

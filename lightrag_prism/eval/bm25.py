@@ -24,6 +24,7 @@ import numpy as np
 from lightrag_prism.eval.datasets import Passage
 
 logger = logging.getLogger(__name__)
+logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets its logger to DEBUG at import: a stray line per index
 
 #: Scoring variants accepted by ``bm25s.BM25(method=...)``.
 BM25_METHODS = ("robertson", "lucene", "bm25l", "bm25+", "atire")

@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import logging
 import time
+from collections import Counter
 
 from .bench import default_modes, markdown_table, run_bench
 
@@ -20,15 +21,23 @@ DEFAULT_QUESTIONS = 5
 SHOW_TOP = 3
 
 
+def passage_labels(dataset) -> dict[str, str]:
+    """Passage id -> its title; a title several passages share (paragraphs of one article) gets the start of the id
+    too ("Publix #0ce1ef"), or two different passages would look like one shown twice."""
+    counts = Counter(p.title for p in dataset.passages)
+    return {p.id: p.title if counts[p.title] == 1 else f"{p.title} #{p.id.rsplit('-', 1)[-1][:6]}"
+            for p in dataset.passages}
+
+
 def print_evidence(dataset, rankings: dict[str, list[list[str]]], show_top: int = SHOW_TOP) -> None:
-    titles = {p.id: p.title for p in dataset.passages}
+    titles = passage_labels(dataset)
     for i, question in enumerate(dataset.questions):
         gold = set(question.gold_passage_ids)
         print(f"\nQ{i + 1}: {question.text}\n    answer: {question.answer}; gold passages: "
               + "; ".join(titles.get(g, g) for g in question.gold_passage_ids))
         for mode, ranked in rankings.items():
             top = ranked[i][:show_top]
-            shown = ", ".join(("✓ " if pid in gold else "  ") + titles.get(pid, pid)[:38] for pid in top)
+            shown = ", ".join(("✓ " if pid in gold else "  ") + titles.get(pid, pid)[:48] for pid in top)
             print(f"    {mode:>10}: {shown}")
 
 

@@ -121,3 +121,17 @@ async def test_answer_without_llm_context_returns_the_context_with_a_note(tmp_pa
     bypass = await rag.aquery_llm(query, QueryParam(mode="bypass"))
     assert bypass["llm_response"]["content"] == NO_LLM_NOTE
     await rag.finalize_storages()
+
+
+def test_a_storage_whose_client_is_not_installed_names_the_extra(monkeypatch, tmp_path):
+    import importlib.util
+
+    import pytest
+
+    from lightrag_prism import PrismRAG
+    from tests.helpers import hash_embedding_func
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pgvector" else real(name, *a))
+    with pytest.raises(ImportError, match=r"PGVectorStorage needs pgvector.*lightrag-prism\[servers\]"):
+        PrismRAG(working_dir=str(tmp_path), embedding_func=hash_embedding_func(), vector_storage="PGVectorStorage")
