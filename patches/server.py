@@ -80,8 +80,25 @@ def prism_query_request(base):
     from lightrag_prism.param import PrismQueryParam
     from lightrag_prism.retrievers import check_mode, valid_modes
 
+    mode_prefix = prism_parse_query_mode(lambda query: (query, None, False, None), plugin_search_modes())
+
     class PrismQueryRequest(base):
         mode: str = Field(default="mix", description=f"Query mode, one of: {', '.join(valid_modes())}")
+
+        @model_validator(mode="before")
+        @classmethod
+        def mode_typed_in_the_query(cls, data):
+            """``/prism question`` (as typed in LightRAG's WebUI, whose mode selector only has the stock modes):
+            the plugin mode named by the prefix; ``/prismcontext question``: context only; as in the Ollama chat."""
+            if isinstance(data, dict) and isinstance(data.get("query"), str):
+                query, mode, only_context, user_prompt = mode_prefix(data["query"])
+                if mode is not None:
+                    data = {**data, "query": query, "mode": mode.value}
+                    if only_context:
+                        data["only_need_context"] = True
+                    if user_prompt:
+                        data["user_prompt"] = user_prompt
+            return data
 
         @field_validator("mode", mode="after")
         @classmethod

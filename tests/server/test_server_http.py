@@ -141,6 +141,24 @@ def test_ollama_chat_accepts_plugin_mode_prefixes(offline, prefix):
     assert "No LLM is configured" not in context_only and "Vexholm" in context_only
 
 
+@pytest.mark.parametrize("route", ["/query/data", "/query", "/query/stream"])
+def test_a_mode_typed_before_the_question_is_the_mode_used(offline, route):
+    """LightRAG's WebUI offers only the stock modes and sends the text as typed: "/prism question" picks prism."""
+    client, _ = offline
+    reply = client.post(route, json={"query": f"/prism {QUESTION}", "mode": "mix"})
+    assert reply.status_code == 200, reply.text
+    if route == "/query/data":
+        body = reply.json()
+        assert body["metadata"]["query_mode"] == "prism" and "prism" in body["metadata"], body["metadata"]
+        assert any(c.get("found_by") for c in body["data"]["chunks"])  # prism's own annotations
+        typed = client.post(route, json={"query": f"/hipporag {QUESTION}", "mode": "naive"}).json()
+        assert typed["metadata"]["query_mode"] == "hipporag"
+    else:  # the same request model: the answer (here the context, no LLM) comes from the prism query
+        assert "Vexholm" in reply.text
+    plain = client.post("/query/data", json={"query": f"/nomode {QUESTION}", "mode": "naive"}).json()
+    assert plain["metadata"]["query_mode"] == "naive"  # not a mode: the text is left alone
+
+
 def test_ollama_generate_without_llm_answers_with_the_note(offline):
     client, _ = offline
     reply = client.post("/api/generate", json={"model": "lightrag:latest", "stream": False, "prompt": QUESTION})
