@@ -5,11 +5,9 @@ An upload processed by one worker is found by every mode in both workers (the gr
 from __future__ import annotations
 
 import httpx
-import pytest
 
 from lightrag_prism.retrievers import valid_modes
 from lightrag_prism.server.explorer import WORKER_HEADER
-from tests.scripted_server import ScriptedServer
 from tests.server.support import running_server, server_env, wait_processed
 
 MODES = [m for m in valid_modes() if m != "bypass"]
@@ -19,15 +17,8 @@ QUESTION = "Who designed the Vexholm Lighthouse?"
 ROUNDS = 6  # queries per mode, each on a new connection: the kernel spreads them over the workers
 
 
-@pytest.fixture
-def scripted():
-    server = ScriptedServer().start()
-    yield server
-    server.stop()
-
-
-def test_every_mode_of_both_workers_finds_an_upload(scripted, tmp_path):
-    with running_server(tmp_path, server_env(scripted, llm=False), "--workers", "2") as base:
+def test_every_mode_of_both_workers_finds_an_upload(scripted_server, tmp_path):
+    with running_server(tmp_path, server_env(scripted_server, llm=False), "--workers", "2") as base:
         with httpx.Client(base_url=base, timeout=60) as client:
             for done, (text, name) in enumerate([(OLD, "birth.txt"), (NEW, "house.txt")], start=1):
                 reply = client.post("/documents/texts", json={"texts": text, "file_sources": [name]})

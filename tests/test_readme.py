@@ -1,0 +1,40 @@
+"""The README stays a page a newcomer reads in minutes, and it agrees with the rest of the repository: every docs
+page is linked, every mode is in the modes table, every image and link resolves, and the test command is the one
+CI runs."""
+
+import re
+from pathlib import Path
+
+from lightrag_prism.retrievers import valid_modes
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+MAX_LINES = 300
+TEST_COMMAND = "python -m pytest -q"
+
+
+def test_the_readme_is_short():
+    assert len(README.splitlines()) <= MAX_LINES
+
+
+def test_every_docs_page_is_linked_and_every_mode_is_in_the_table():
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        assert f"(docs/{page.name})" in README, page.name
+    table = README.split("| mode |", 1)[1].split("\n\n", 1)[0]
+    for mode in valid_modes():
+        assert f"`{mode}`" in table, mode
+
+
+def test_links_and_images_resolve():
+    for source in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", source.read_text()):
+            if target.startswith(("http://", "https://")):
+                continue
+            assert (source.parent / target).exists(), f"{source.name}: {target}"
+
+
+def test_the_readme_test_command_is_what_ci_runs():
+    commands = [line for line in README.splitlines() if line.rstrip().endswith(TEST_COMMAND)]
+    assert len(commands) == 1 and "pip install -e \".[local,api,documents,servers,dev]\"" in commands[0]
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert TEST_COMMAND in ci and 'pip install --quiet -e ".[local,api,documents,servers,dev]"' in ci
