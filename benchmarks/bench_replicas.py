@@ -9,8 +9,9 @@ Embeddings: the local MiniLM in each replica; no LLM (offline extraction, contex
 passages, for ``--seconds``: one uploader sends a new document every second to the replicas in turn, and
 ``--clients`` clients query every mode in turn on the replicas in turn. Per upload, a prober records when it is
 PROCESSED (``/documents/track_status``) and then asks each replica with ``prism`` until it finds it: staleness is
-that time. At the end every upload must be PROCESSED and found by ``prism`` in both replicas. Prints p50/p95 latency
-per mode and the staleness; writes ``benchmarks/results/bench_replicas.json``. Loopback only, bounded in time.
+that time; each replica's reload durations come from ``/prism/api/modes``. At the end every upload must be
+PROCESSED and found by ``prism`` in both replicas. Prints p50/p95 latency per mode, the staleness and the reload
+times; writes ``benchmarks/results/bench_replicas.json``. Loopback only, bounded in time.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -162,12 +162,16 @@ async def load(args, client: httpx.AsyncClient, bases: list[str]) -> dict:
     await asyncio.gather(*probes)
     missing = [(k, base) for k in uploads for base in bases
                if not await finds(client, base, upload_text(k)[2], upload_text(k)[1])]
+    reloads = [(await client.get(f"{base}/prism/api/modes")).json()["freshness"]["refresh_seconds"]
+               for base in bases]
     return {"stack": args.stack, "seconds": args.seconds, "clients": args.clients, "uploads": len(uploads),
             "latency_ms": {m: {"n": len(v), "p50": 1000 * pct(v, 50), "p95": 1000 * pct(v, 95)}
                            for m, v in latencies.items()},
             "staleness_s": {f"replica {'ab'[i]}": {"p50": pct(v, 50), "p95": pct(v, 95), "max": max(v)}
                             for i, v in enumerate(staleness.values())},
             "staleness_each_s": {f"replica {'ab'[i]}": v for i, v in enumerate(staleness.values())},
+            "reload_s": {f"replica {'ab'[i]}": {"n": len(v), "p50": pct(v, 50), "p95": pct(v, 95),
+                                                "max": max(v or [0.0])} for i, v in enumerate(reloads)},
             "final_check": {"processed": len(uploads), "missing_in_prism": missing}}
 
 
@@ -191,6 +195,9 @@ def main() -> None:
     for name, row in result["staleness_s"].items():
         print(f"staleness {name}: p50 {row['p50']:.2f} s, p95 {row['p95']:.2f} s, max {row['max']:.2f} s "
               "(PROCESSED -> found by prism)")
+    for name, row in result["reload_s"].items():
+        print(f"reloads after the other replica's writes, {name}: {row['n']}, p50 {row['p50']:.2f} s, "
+              f"p95 {row['p95']:.2f} s, max {row['max']:.2f} s")
     check = result["final_check"]
     print(f"final check: {check['processed']} uploads processed, {len(check['missing_in_prism'])} not found by prism")
     write_json("bench_replicas", result)

@@ -28,6 +28,7 @@ logger = logging.getLogger(__name__)
 VERSION_DOCUMENT = "graph_version"
 DEFAULT_INTERVAL = 0.5  # seconds between two reads of the shared version (one KV read; staleness bound)
 PG_KV_CLASS, REDIS_KV_CLASS = "PGKVStorage", "RedisKVStorage"
+REFRESH_HISTORY = 1000
 LOCK_POLL = 0.05  # seconds between two attempts at a held PostgreSQL lock
 REDIS_LEASE = 30.0  # seconds a Redis lock lives without renewal (a crashed holder frees it after this)
 
@@ -63,6 +64,7 @@ class VersionWatcher:
         self.seen: str | None = None
         self.failure: str | None = None
         self.refreshes = 0
+        self.refresh_seconds: list[float] = []  # the last REFRESH_HISTORY reloads (staleness = interval + these)
         self._task: asyncio.Task | None = None
         self._check_lock = asyncio.Lock()
 
@@ -93,6 +95,7 @@ class VersionWatcher:
             if token == self.seen:
                 self.failure = None
                 return False
+            started = time.perf_counter()
             try:
                 await self.refresh()
             except Exception as exc:  # noqa: BLE001 - retried at the next check
@@ -101,7 +104,12 @@ class VersionWatcher:
                 return False
             self.seen, self.failure = token, None
             self.refreshes += 1
+            self.refresh_seconds = [*self.refresh_seconds[-REFRESH_HISTORY + 1:], time.perf_counter() - started]
             return True
+
+    def status(self) -> dict:
+        return {"interval_s": self.interval, "refreshes": self.refreshes, "failure": self.failure,
+                "refresh_seconds": [round(s, 3) for s in self.refresh_seconds]}
 
     def _failed(self, reason: str) -> None:
         if reason != self.failure:

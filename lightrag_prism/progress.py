@@ -1,7 +1,9 @@
 """Progress of one ``ainsert``: a tqdm bar that counts documents as LightRAG finishes them, and the outcome.
 
 LightRAG processes a list ``ainsert`` as one pipeline run with many documents in flight, so a bar advanced per
-``ainsert`` call stays at 0 until the end. :func:`insert_progress` polls the document-status counts instead.
+``ainsert`` call stays at 0 until the end. :func:`insert_progress` polls the document-status counts instead: the
+bar counts finished documents and says how many are being parsed or extracted, so it moves from the first document
+(with many in flight, the first ones finish only after a round of storage flushes).
 """
 
 from __future__ import annotations
@@ -16,9 +18,17 @@ POLL_SECONDS = 0.5
 FINISHED = ("processed", "failed")
 
 
-async def _finished(rag) -> int:
+IN_FLIGHT = ("parsing", "analyzing", "processing")
+
+
+async def _counts(rag) -> tuple[int, int]:
+    """(finished, in flight) documents of the instance."""
     counts = await rag.doc_status.get_status_counts()
-    return sum(counts.get(status, 0) for status in FINISHED)
+    return (sum(counts.get(status, 0) for status in FINISHED), sum(counts.get(status, 0) for status in IN_FLIGHT))
+
+
+async def _finished(rag) -> int:
+    return (await _counts(rag))[0]
 
 
 @asynccontextmanager
@@ -30,7 +40,9 @@ async def insert_progress(rag, total: int, desc: str, unit: str = "doc", disable
     async def follow() -> None:
         while True:
             await asyncio.sleep(POLL_SECONDS)
-            bar.n = min(total, max(0, await _finished(rag) - base))
+            finished, in_flight = await _counts(rag)
+            bar.n = min(total, max(0, finished - base))
+            bar.set_postfix_str(f"{in_flight} in progress", refresh=False)
             bar.refresh()
 
     task = asyncio.create_task(follow())

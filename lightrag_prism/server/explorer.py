@@ -5,7 +5,8 @@ Routes (the API routes use LightRAG Server's own authentication: ``LIGHTRAG_API_
 
 * ``GET /prism``: the page (``static/explorer.html``; its script and style are files of this package, nothing is
   loaded from another host);
-* ``GET /prism/api/modes``: the valid modes, which ones are the plugin's, whether an LLM is configured;
+* ``GET /prism/api/modes``: the valid modes, which ones are the plugin's, whether an LLM is configured, and this
+  process's view of other processes' writes (``freshness``: reloads so far, their durations, a failing check);
 * ``POST /prism/api/query``: the ``/query/data`` request body plus ``answer`` (bool). Runs the query once and
   returns the answer (when asked and an LLM is configured) or a note, the data, the metadata and the evidence
   subgraph (``evidence.py``).
@@ -44,7 +45,8 @@ def explorer_router(rag, request_model, auth) -> APIRouter:
 
     @router.get(f"{PAGE}/api/modes", dependencies=[Depends(auth)])
     async def modes() -> dict[str, Any]:
-        return {"modes": valid_modes(), "plugin_modes": registered_modes(), "llm_configured": rag.llm_configured}
+        return {"modes": valid_modes(), "plugin_modes": registered_modes(), "llm_configured": rag.llm_configured,
+                "freshness": rag.version_watcher.status()}
 
     @router.post(f"{PAGE}/api/query", dependencies=[Depends(auth)])
     async def query(request: ExplorerRequest) -> dict[str, Any]:

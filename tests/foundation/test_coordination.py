@@ -48,6 +48,7 @@ async def test_the_watcher_reloads_once_per_foreign_change_and_never_for_its_own
     state.token = "written-by-another-process"
     assert await watcher.check() and not await watcher.check()
     assert refreshed == ["written-by-another-process"]
+    assert watcher.status()["refreshes"] == 1 and len(watcher.status()["refresh_seconds"]) == 1
     await watcher.local_change()  # this process changed the graph: its own rebuild follows, no reload
     assert state.token != "written-by-another-process" and not await watcher.check()
     assert refreshed == ["written-by-another-process"]
