@@ -8,7 +8,9 @@ A drop-in subclass: same constructor, storages and return types. Differences a u
   :class:`LLMNotConfiguredError`;
 * ``QueryParam(mode=...)`` also accepts the registered lightrag_prism modes; an unknown mode raises ``ValueError``
   naming the valid ones (stock LightRAG returns a failure dict and ``aquery`` returns ``None``);
-* ``aquery_data``/``aquery`` keep every ``PrismQueryParam`` field (stock ``aquery_data`` rebuilds a base QueryParam).
+* ``aquery_data``/``aquery`` keep every ``PrismQueryParam`` field (stock ``aquery_data`` rebuilds a base QueryParam);
+* processes on the same storages see each other's graph changes (``shared_version_interval``, ``coordination.py``),
+  and a storage server that cannot be reached fails a query with :class:`StorageUnavailableError`.
 """
 
 from __future__ import annotations
@@ -165,7 +167,7 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
     shared_version_interval: float = field(default=DEFAULT_INTERVAL)
     """Seconds between two reads of the graph version other processes publish when they change the graph (one KV
     read each). Processes on the same storages (replicas over PostgreSQL or Redis, LightRAG Server's workers) see
-    each other's inserts, deletes, edits and merges in the hipporag and prism modes within this interval plus the
+    each other's inserts, deletes, edits and merges in the plugin's graph modes within this interval plus the
     rebuild, answering from the previous snapshot meanwhile. 0: never check (one process alone)."""
     offline_summary_max_tokens: int = field(default=128)
     """Without an LLM, an entity or relation description keeps its most informative distinct fragments within this
