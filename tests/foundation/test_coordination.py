@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+import pytest_asyncio
 
 from lightrag_prism import PrismQueryParam, PrismRAG
 from lightrag_prism import coordination
@@ -14,6 +15,16 @@ from lightrag_prism.plugin_state import plugin_state
 from tests.helpers import hash_embedding_func
 
 pytestmark = pytest.mark.asyncio
+
+
+@pytest_asyncio.fixture
+async def rag(tmp_path):
+    """An instance on file storages, its watcher not polling (the tests call check() themselves)."""
+    instance = PrismRAG(working_dir=str(tmp_path), workspace=tmp_path.name, embedding_func=hash_embedding_func(),
+                        shared_version_interval=0)
+    await instance.initialize_storages()
+    yield instance
+    await instance.finalize_storages()
 
 
 class Store:
@@ -87,64 +98,49 @@ async def test_the_poller_runs_in_the_background_and_stops(tmp_path):
     assert watcher._task is None
 
 
-async def test_a_query_says_when_it_answered_from_a_snapshot_it_could_not_check(tmp_path, monkeypatch):
-    rag = PrismRAG(working_dir=str(tmp_path), embedding_func=hash_embedding_func(), shared_version_interval=0)
-    await rag.initialize_storages()
-    try:
-        await rag.ainsert("Marta Olvide was born in Vexholm, a port city in Norway.")
-        question, param = "Where was Marta Olvide born?", PrismQueryParam(mode="prism")
+async def test_a_query_says_when_it_answered_from_a_snapshot_it_could_not_check(rag, monkeypatch):
+    await rag.ainsert("Marta Olvide was born in Vexholm, a port city in Norway.")
+    question, param = "Where was Marta Olvide born?", PrismQueryParam(mode="prism")
 
-        async def unreadable(state):
-            raise ConnectionResetError("connection reset by peer")
+    async def unreadable(state):
+        raise ConnectionResetError("connection reset by peer")
 
-        monkeypatch.setattr(coordination, "read_version", unreadable)
-        await rag.version_watcher.check()
-        result = await rag.aquery_data(question, param)
-        assert result["data"]["chunks"]  # answered, from the last snapshot ...
-        fallbacks = [f for f in result["metadata"]["prism"]["fallbacks"] if f["step"] == "freshness"]
-        assert len(fallbacks) == 1 and "connection reset by peer" in fallbacks[0]["reason"]  # ... and said so
-        monkeypatch.undo()
-        await rag.version_watcher.check()
-        result = await rag.aquery_data(question, param)
-        assert not [f for f in result["metadata"]["prism"]["fallbacks"] if f["step"] == "freshness"]
-    finally:
-        await rag.finalize_storages()
+    monkeypatch.setattr(coordination, "read_version", unreadable)
+    await rag.version_watcher.check()
+    result = await rag.aquery_data(question, param)
+    assert result["data"]["chunks"]  # answered, from the last snapshot ...
+    fallbacks = [f for f in result["metadata"]["prism"]["fallbacks"] if f["step"] == "freshness"]
+    assert len(fallbacks) == 1 and "connection reset by peer" in fallbacks[0]["reason"]  # ... and said so
+    monkeypatch.undo()
+    await rag.version_watcher.check()
+    result = await rag.aquery_data(question, param)
+    assert not [f for f in result["metadata"]["prism"]["fallbacks"] if f["step"] == "freshness"]
 
 
-async def test_every_graph_change_publishes_a_new_version(tmp_path):
-    rag = PrismRAG(working_dir=str(tmp_path), embedding_func=hash_embedding_func())
-    await rag.initialize_storages()
-    try:
-        state, seen = plugin_state(rag), []
-        await rag.ainsert("Marta Olvide was born in Vexholm.", ids=["d1"])
-        seen.append(await read_version(state))
-        await rag.acreate_entity("Port Lind", {"entity_type": "location", "description": "a port city"})
-        seen.append(await read_version(state))
-        await rag.adelete_by_doc_id("d1")
-        seen.append(await read_version(state))
-        await rag.chunk_entity_relation_graph.drop()  # what LightRAG Server's clear does
-        seen.append(await read_version(state))
-        assert all(seen) and len(set(seen)) == 4
-        assert rag.version_watcher.seen == seen[-1]  # its own changes: nothing to reload
-    finally:
-        await rag.finalize_storages()
+async def test_every_graph_change_publishes_a_new_version(rag):
+    state, seen = plugin_state(rag), []
+    await rag.ainsert("Marta Olvide was born in Vexholm.", ids=["d1"])
+    seen.append(await read_version(state))
+    await rag.acreate_entity("Port Lind", {"entity_type": "location", "description": "a port city"})
+    seen.append(await read_version(state))
+    await rag.adelete_by_doc_id("d1")
+    seen.append(await read_version(state))
+    await rag.chunk_entity_relation_graph.drop()  # what LightRAG Server's clear does
+    seen.append(await read_version(state))
+    assert all(seen) and len(set(seen)) == 4
+    assert rag.version_watcher.seen == seen[-1]  # its own changes: nothing to reload
 
 
-async def test_the_shared_lock_on_file_storages_admits_one_holder_at_a_time(tmp_path):
-    rag = PrismRAG(working_dir=str(tmp_path), embedding_func=hash_embedding_func())
-    await rag.initialize_storages()
-    try:
-        inside, most = 0, 0
+async def test_the_shared_lock_on_file_storages_admits_one_holder_at_a_time(rag):
+    inside, most = 0, 0
 
-        async def hold():
-            nonlocal inside, most
-            async with plugin_state(rag).lock("merge"):
-                inside += 1
-                most = max(most, inside)
-                await asyncio.sleep(0.01)
-                inside -= 1
+    async def hold():
+        nonlocal inside, most
+        async with plugin_state(rag).lock("merge"):
+            inside += 1
+            most = max(most, inside)
+            await asyncio.sleep(0.01)
+            inside -= 1
 
-        await asyncio.gather(*(hold() for _ in range(5)))
-        assert most == 1
-    finally:
-        await rag.finalize_storages()
+    await asyncio.gather(*(hold() for _ in range(5)))
+    assert most == 1
