@@ -22,6 +22,7 @@ import uuid
 from typing import AsyncIterator, Awaitable, Callable
 
 from . import patches
+from .errors import describe_error
 
 logger = logging.getLogger(__name__)
 
@@ -45,11 +46,6 @@ async def write_version(state) -> str:
     token = new_token()
     await state.document(VERSION_DOCUMENT).save(token)
     return token
-
-
-def describe_error(exc: BaseException) -> str:
-    text = str(exc).strip().rstrip(".")
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 class VersionWatcher:
@@ -115,6 +111,10 @@ class VersionWatcher:
         if reason != self.failure:
             logger.warning("%s; queries answer from the last snapshot until it succeeds", reason)
         self.failure = reason
+
+    async def adopt_current(self) -> None:
+        """At start-up, before the first build: that build reflects the version stored now."""
+        self.seen = await read_version(self.state)
 
     async def local_change(self) -> None:
         """After this process changed the graph: publish a new version (its own snapshot is rebuilt after this,

@@ -1,4 +1,6 @@
-"""Errors raised by lightrag_prism."""
+"""Errors raised by lightrag_prism, and how an exception is described in one line."""
+
+from typing import Iterator
 
 LLM_SETUP_HINT = (
     "Configure an OpenAI-compatible endpoint, e.g.\n"
@@ -40,3 +42,19 @@ class StorageUnavailableError(RuntimeError):
                          f"storage reconnects by itself when its server is back (its retries: "
                          f"POSTGRES_CONNECTION_RETRIES, REDIS_RETRY_ATTEMPTS).")
         self.storage, self.namespace, self.cause = storage, namespace, cause
+
+
+def exception_chain(exc: BaseException | None) -> Iterator[BaseException]:
+    """``exc``, then what caused it, and so on (``__cause__``, else ``__context__``), each once."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def describe_error(exc: BaseException, detail: str = "") -> str:
+    """``Type: first line of the message`` (at most 300 characters, no trailing period) plus ``detail``."""
+    text = str(exc).strip()
+    text = text.splitlines()[0][:300].rstrip(".") + detail if text else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -14,7 +14,7 @@ from typing import Any, Callable
 from lightrag.llm_roles import ROLES
 
 from .backends.openai_compat import DEFAULT_BASE_URL, connection_refused
-from .errors import LLMCallError
+from .errors import LLMCallError, describe_error
 
 ENDPOINT_ATTRIBUTE = "prism_llm_endpoint"
 LLM_QUEUE_NAMES = tuple(spec.queue_name for spec in ROLES)
@@ -65,10 +65,7 @@ def root_cause(exc: BaseException) -> BaseException:
 
 
 def describe_cause(exc: BaseException) -> str:
-    cause = root_cause(exc)
-    text = str(cause).strip().splitlines()[0][:300].rstrip(".") if str(cause).strip() else ""
-    text = text + connection_detail(exc) if text else text
-    return f"{type(cause).__name__}: {text}" if text else type(cause).__name__
+    return describe_error(root_cause(exc), connection_detail(exc))
 
 
 def connection_detail(exc: BaseException) -> str:

@@ -58,6 +58,13 @@ class FileDocument:
         write_json_atomic(self.path, value)
 
 
+async def save_records(store, values: dict[str, Any]) -> None:
+    """JSON documents by key into a LightRAG KV storage: one upsert, then its flush."""
+    await store.upsert({key: _record(key, json.dumps(value, ensure_ascii=False), "prism_state")
+                        for key, value in values.items()})
+    await store.index_done_callback()
+
+
 class KVDocument:
     """A JSON document stored as one record of a LightRAG KV storage."""
 
@@ -74,9 +81,7 @@ class KVDocument:
             raise ValueError(f"plugin state record {self.key!r} is not valid JSON ({exc})") from exc
 
     async def save(self, value: Any) -> None:
-        text = json.dumps(value, ensure_ascii=False)
-        await self.store.upsert({self.key: _record(self.key, text, "prism_state")})
-        await self.store.index_done_callback()
+        await save_records(self.store, {self.key: value})
 
 
 def encode_vector(vector: np.ndarray) -> str:
@@ -194,9 +199,7 @@ class PluginState:
     async def save_documents(self, values: dict[str, Any]) -> None:
         """Save several documents in one upsert and one flush (no read: nothing of another writer is lost)."""
         self._check_ready()
-        await self.documents_store.upsert({name: _record(name, json.dumps(value, ensure_ascii=False), "prism_state")
-                                           for name, value in values.items()})
-        await self.documents_store.index_done_callback()
+        await save_records(self.documents_store, values)
 
     async def update(self, name: str, change: Callable[[Any], Any], default: Any) -> Any:
         """Read, change and save one document under the shared lock of its name (concurrent writers in other

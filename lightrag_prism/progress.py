@@ -27,15 +27,12 @@ async def _counts(rag) -> tuple[int, int]:
     return (sum(counts.get(status, 0) for status in FINISHED), sum(counts.get(status, 0) for status in IN_FLIGHT))
 
 
-async def _finished(rag) -> int:
-    return (await _counts(rag))[0]
-
 
 @asynccontextmanager
 async def insert_progress(rag, total: int, desc: str, unit: str = "doc", disable: bool = False):
     """Run an insert inside this block; the bar shows how many of its ``total`` documents are finished."""
     bar = tqdm(total=total, desc=desc, unit=unit, disable=disable or total == 0)  # nothing to do: no "0passage"
-    base = await _finished(rag)
+    base, _ = await _counts(rag)
 
     async def follow() -> None:
         while True:

@@ -31,8 +31,8 @@ from .backends.local_embedder import MODEL_NAME as LOCAL_EMBEDDING_MODEL
 from .backends.offline_llm import offline_llm, offline_model_name
 from .backends.tokenizer import OfflineTokenizer
 from .context import QueryContext
-from .coordination import DEFAULT_INTERVAL, VersionWatcher, describe_error
-from .errors import LLMNotConfiguredError
+from .coordination import DEFAULT_INTERVAL, VersionWatcher
+from .errors import LLMNotConfiguredError, describe_error
 from .insert.merging import rebuild as _rebuild  # noqa: F401  (registers the delete-by-document rebuild hook)
 from .insert import summaries as _summaries  # noqa: F401  (registers the timestamp-aware summary hook)
 from .insert.api import InsertFeaturesMixin, install_insert_features

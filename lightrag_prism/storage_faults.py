@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from lightrag.base import StorageNameSpace
 
-from .errors import StorageUnavailableError
+from .errors import StorageUnavailableError, describe_error, exception_chain
 
 # Drivers' connection errors that are not OSError subclasses (asyncpg, redis-py), matched by name: importing the
 # drivers here would make them dependencies of every install.
@@ -24,14 +24,6 @@ def _is_connection_error(exc: BaseException) -> bool:
     if isinstance(exc, (OSError, ConnectionError, TimeoutError)):
         return True
     return any(cls.__name__ in DRIVER_CONNECTION_ERRORS for cls in type(exc).__mro__)
-
-
-def _chain(exc: BaseException):
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        yield exc
-        exc = exc.__cause__ or exc.__context__
 
 
 def _storage_on_traceback(exc: BaseException) -> StorageNameSpace | None:
@@ -47,11 +39,10 @@ def _storage_on_traceback(exc: BaseException) -> StorageNameSpace | None:
 
 def storage_fault(exc: BaseException) -> StorageUnavailableError | None:
     """The error to raise instead of ``exc`` if it is a storage server that could not be reached, else None."""
-    for link in _chain(exc):
+    for link in exception_chain(exc):
         if not _is_connection_error(link):
             continue
         storage = _storage_on_traceback(link) or _storage_on_traceback(exc)
         if storage is not None:
-            cause = str(link).strip().rstrip(".") or type(link).__name__
-            return StorageUnavailableError(type(storage).__name__, storage.namespace, f"{type(link).__name__}: {cause}")
+            return StorageUnavailableError(type(storage).__name__, storage.namespace, describe_error(link))
     return None

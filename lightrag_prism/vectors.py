@@ -64,17 +64,25 @@ def carried_rows(keys: list[str], base_keys: list[str] | None, base_rows: np.nda
     return out, [i for i, key in enumerate(keys) if key not in position]
 
 
+async def vectors_carrying(rag, vdb, ids: list[str], texts: list[str], base_texts: list | None = None,
+                           base_rows: np.ndarray | None = None) -> np.ndarray:
+    """Unit rows for ``ids`` (their embedded ``texts`` aligned): a row whose text ``base_texts`` has is copied from
+    ``base_rows``; the rest are read by id from ``vdb`` (or embedded)."""
+    dim = rag.embedding_func.embedding_dim
+    out, missing = carried_rows(texts, base_texts, base_rows, dim)
+    if missing:
+        out[missing] = await vectors_by_id(vdb, [ids[i] for i in missing], [texts[i] for i in missing],
+                                           rag.embedding_func, dim)
+    return out
+
+
 async def _aligned(rag, name: str, snapshot: GraphSnapshot, base: GraphSnapshot | None, vdb, ids: list[str],
-                   texts: list[str], keys: list[str]) -> np.ndarray:
-    """``snapshot.derived[name]``: rows carried over from ``base`` by key, the rest read by id (or embedded)."""
+                   texts: list[str]) -> np.ndarray:
+    """``snapshot.derived[name]``, its rows carried over from ``base`` by embedded text where they can be."""
     if name not in snapshot.derived:
-        dim = rag.embedding_func.embedding_dim
-        carried = (base.derived.get(f"{name}_keys"), base.derived.get(name)) if base is not None else (None, None)
-        out, missing = carried_rows(keys, *carried, dim)
-        if missing:
-            out[missing] = await vectors_by_id(vdb, [ids[i] for i in missing], [texts[i] for i in missing],
-                                               rag.embedding_func, dim)
-        snapshot.derived[f"{name}_keys"], snapshot.derived[name] = keys, out
+        carried = (base.derived.get(f"{name}_texts"), base.derived.get(name)) if base is not None else (None, None)
+        snapshot.derived[name] = await vectors_carrying(rag, vdb, ids, texts, *carried)
+        snapshot.derived[f"{name}_texts"] = texts
     return snapshot.derived[name]
 
 
@@ -84,7 +92,7 @@ async def entity_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None
         return snapshot.derived["entity_vectors"]
     ids = [entity_vdb_id(n) for n in snapshot.node_ids]
     texts = [f"{n}\n{d.get('description', '')}" for n, d in zip(snapshot.node_ids, snapshot.node_data)]
-    return await _aligned(rag, "entity_vectors", snapshot, base, rag.entities_vdb, ids, texts, texts)
+    return await _aligned(rag, "entity_vectors", snapshot, base, rag.entities_vdb, ids, texts)
 
 
 async def relation_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None = None) -> np.ndarray:
@@ -95,31 +103,16 @@ async def relation_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | No
     ids = [relation_vdb_id(s, t) for s, t in keys]
     texts = [f"{d.get('keywords', '')}\t{s}\n{t}\n{d.get('description', '')}"
              for (s, t), d in zip(keys, snapshot.edge_data)]
-    return await _aligned(rag, "relation_vectors", snapshot, base, rag.relationships_vdb, ids, texts, texts)
-
-
-async def chunk_vectors(rag, chunk_ids: list[str], base: tuple | None = None) -> tuple[np.ndarray, list[str]]:
-    """Vectors of the given chunks, and their texts: read by id (re-embedded from text_chunks if the store lacks
-    them). ``base`` = (texts, rows) of an earlier call: rows of the same text are carried over. Keyed by text, not
-    id: a document deleted and inserted again under its id gives new content the same chunk ids."""
-    records = await rag.text_chunks.get_by_ids(chunk_ids) if chunk_ids else []
-    texts = [(r or {}).get("content", "") for r in records]
-    dim = rag.embedding_func.embedding_dim
-    out, missing = carried_rows(texts, *(base or (None, None)), dim)
-    if missing:
-        out[missing] = await vectors_by_id(rag.chunks_vdb, [chunk_ids[i] for i in missing],
-                                           [texts[i] for i in missing], rag.embedding_func, dim)
-    return out, texts
+    return await _aligned(rag, "relation_vectors", snapshot, base, rag.relationships_vdb, ids, texts)
 
 
 async def chunk_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None = None) -> np.ndarray:
-    """(C, d) vectors of the snapshot's chunks (``snapshot.chunk_ids`` order), cached on the snapshot; rows of
-    chunks whose text ``base`` had are carried over."""
+    """(C, d) vectors of the snapshot's chunks (``snapshot.chunk_ids`` order), cached on the snapshot. Carried over
+    by text, not id: a document deleted and inserted again under its id gives new content the same chunk ids."""
     if "chunk_vectors" not in snapshot.derived:
-        carried = (base.derived.get("chunk_vectors_keys"), base.derived.get("chunk_vectors")) if base else None
-        vectors, texts = await chunk_vectors(rag, snapshot.chunk_ids, carried if carried and carried[1] is not None
-                                             else None)
-        snapshot.derived["chunk_vectors_keys"], snapshot.derived["chunk_vectors"] = texts, vectors
+        records = await rag.text_chunks.get_by_ids(snapshot.chunk_ids) if snapshot.chunk_ids else []
+        texts = [(r or {}).get("content", "") for r in records]
+        await _aligned(rag, "chunk_vectors", snapshot, base, rag.chunks_vdb, snapshot.chunk_ids, texts)
     return snapshot.derived["chunk_vectors"]
 
 

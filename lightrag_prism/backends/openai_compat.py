@@ -22,7 +22,10 @@ The client is LightRAG's own ``openai_complete_if_cache`` / ``openai_embed``; no
 from __future__ import annotations
 
 import os
+
 from lightrag.utils import EmbeddingFunc
+
+from ..errors import exception_chain
 
 
 def llm_configured_in_env(environ=os.environ) -> bool:
@@ -81,13 +84,7 @@ def openai_compatible_llm(model: str, base_url: str | None = None, api_key: str 
 
 def connection_refused(exc: BaseException) -> ConnectionRefusedError | None:
     """The ConnectionRefusedError under ``exc`` (the client wraps it in two or three layers), if any."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, ConnectionRefusedError):
-            return exc
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return None
+    return next((link for link in exception_chain(exc) if isinstance(link, ConnectionRefusedError)), None)
 
 
 def _refused_after_one_retry(retry_state) -> bool:

@@ -16,7 +16,6 @@ from lightrag.base import DocStatus
 from lightrag.chunker.token_size import chunking_by_token_size
 
 from .. import patches
-from ..coordination import read_version
 from .group_commit import PACED_MIN_PARALLEL, CommitPolicy, install_group_commit
 from .prefetch import install_prefetch
 from ..plugin_state import PluginState, plugin_state, register, unregister
@@ -153,11 +152,10 @@ class InsertFeaturesMixin:
         outcomes = await roll_forward(self)
         if outcomes:
             logger.warning("finished %d interrupted merge(s) at startup", len(outcomes))
-        watcher = self.version_watcher
-        watcher.seen = await read_version(plugin_state(self))  # before the build below: it reflects this version
+        await self.version_watcher.adopt_current()
         if self.prepare_query_indexes:  # a restarted process answers its first hipporag/prism query warm
             await prepare_query_state(self)
-        watcher.start()
+        self.version_watcher.start()
 
     async def ainsert(self, input, split_by_character=None, split_by_character_only=False, ids=None,
                       file_paths=None, track_id=None, *, timestamps=None, agentic_merging: bool = False,

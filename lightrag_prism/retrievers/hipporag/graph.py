@@ -34,7 +34,7 @@ from ...graph import knn
 from ...graph.ppr import Transition, transition_matrix
 from ...plugin_state import find_plugin_state
 from ...snapshot import GraphSnapshot
-from ...vectors import carried_rows, vectors_by_id
+from ...vectors import vectors_carrying
 from .index import EmbeddingIndex
 from ..passage_rank import PassageGraph, build_passage_graph
 
@@ -168,14 +168,10 @@ async def _passages(rag, snapshot: GraphSnapshot, base: "HippoGraph | None"
     records = await rag.text_chunks.get_by_ids(ids) if ids else []
     data = [{"content": (r or {}).get("content", ""), "file_path": (r or {}).get("file_path", "unknown_source"),
              "valid": r is not None} for r in records]
-    texts, dim = [d["content"] for d in data], rag.embedding_func.embedding_dim
     carried = (None, None)
-    if base is not None:
+    if base is not None:  # a passage text_chunks lost has no vector worth keeping
         carried = ([d["content"] if d["valid"] else None for d in base.passage_data], base.passage_vectors)
-    vectors, missing = carried_rows(texts, *carried, dim)
-    if missing:
-        vectors[missing] = await vectors_by_id(rag.chunks_vdb, [ids[i] for i in missing],
-                                               [texts[i] for i in missing], rag.embedding_func, dim)
+    vectors = await vectors_carrying(rag, rag.chunks_vdb, ids, [d["content"] for d in data], *carried)
     return ids, data, vectors
 
 
