@@ -54,6 +54,32 @@ async def test_snapshot_needs_only_the_public_storage_api():
     assert snap.node_ids == ["A", "B", "C", "D"] and snap.num_edges == 2
 
 
+@pytest.mark.asyncio
+async def test_queries_answer_from_the_previous_snapshot_while_a_refresh_builds_the_next():
+    import asyncio
+
+    from lightrag_prism.snapshot import SnapshotCache
+
+    storage = PublicOnlyGraph(NODES[:2], EDGES[:1])
+    cache = SnapshotCache(storage)
+    old = await cache.get()
+    storage.nodes, storage.edges = NODES, EDGES  # another process wrote
+    started, release, bases = asyncio.Event(), asyncio.Event(), []
+
+    async def prepare(snapshot, base):  # the views of the new snapshot take a while
+        bases.append(base)
+        started.set()
+        await release.wait()
+
+    refresh = asyncio.create_task(cache.refresh(prepare))
+    await started.wait()
+    assert await cache.get() is old  # meanwhile: the previous snapshot, without waiting
+    release.set()
+    await refresh
+    new = await cache.get()
+    assert new is not old and new.node_ids == ["A", "B", "C", "D"] and bases == [old] and cache.previous is old
+
+
 DOCS = {"d1": "Alice Smith works at Acme Corp in Paris.", "d2": "Bob Jones met Carol White in Berlin."}
 
 
