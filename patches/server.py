@@ -12,6 +12,8 @@ prefixes in ``parse_query_mode``, and uploads are chunked by the fixed-token str
   knob is a validation error (HTTP 422, 400 on ``/query/data``) that lists the valid modes;
 * ``ollama_api.parse_query_mode``: ``/prism``, ``/hipporag``, ``/fidelis``, ``/ensemble``, ``/tournament`` (and
   their ``...context`` forms) besides the stock prefixes; its token estimate uses the offline tokenizer;
+* the WebUI's compiled JavaScript (``webui.py``): its query box accepts ``/prism `` and the other plugin prefixes,
+  and its mode selector lists the plugin's modes;
 * ``document_routes``: the default chunking of uploads, scans and texts is ``C`` (``chunking_func``, i.e. the
   plugin's table-aware chunker); a strategy the client names explicitly is kept. ``/documents/text(s)`` accept an
   optional ``timestamp`` / ``timestamps`` for timestamp-aware summaries.
@@ -27,6 +29,7 @@ from dataclasses import fields
 from enum import Enum
 from typing import Any, Callable, Optional
 
+from . import webui
 from .private import _fail, check_lightrag, check_symbol, wrap_once
 
 # Module globals replaced here (name, kind). Checked by check_server_symbols before anything is replaced.
@@ -232,6 +235,7 @@ def install(make_rag: Callable[..., Any], add_routes: Callable[[Any, Any, Any], 
         def create_app(args):
             app = original_create_app(args)
             add_routes(app, built[-1], args)
+            webui.serve_with_modes(app, [m.value for m in plugin_search_modes()])
             return app
 
         return create_app

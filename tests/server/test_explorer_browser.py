@@ -1,8 +1,10 @@
-"""The explorer page in Debian's headless Chromium (selenium + chromium-driver): type a question, pick a mode, run
-it, and check the rendered passages and the drawn subgraph. ``PRISM_SCREENSHOT=path.png`` keeps a screenshot."""
+"""The explorer page and LightRAG's own WebUI in Debian's headless Chromium (selenium + chromium-driver): type a
+question, pick a mode, run it, and check the rendered passages (and the explorer's drawn subgraph).
+``PRISM_SCREENSHOT=path.png`` keeps a screenshot of the explorer."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 
@@ -44,6 +46,7 @@ def browser():
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                  "--window-size=1280,1400"):
         options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})  # the requests a page sent
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     yield driver
     driver.quit()
@@ -94,3 +97,44 @@ def test_explorer_shows_a_validation_error(site, browser):
     WebDriverWait(browser, 60).until(
         lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-state") in ("done", "error"))
     assert browser.find_element(By.ID, "status").text.startswith("Error 422")
+
+
+
+def sent_queries(browser) -> list[dict]:
+    """The JSON bodies of the page's POSTs to /query and /query/stream (Chromium's network log)."""
+    bodies = []
+    for entry in browser.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        request = message.get("params", {}).get("request", {})
+        if message["method"] == "Network.requestWillBeSent" and request.get("url", "").split("?")[0].endswith(
+                ("/query", "/query/stream")):
+            bodies.append(json.loads(request.get("postData") or "{}"))
+    return bodies
+
+
+def test_the_stock_webui_runs_a_plugin_mode_from_its_query_box(site, browser):
+    """LightRAG's own WebUI, retrieval page: "/prism ..." typed in its query box runs prism and shows its passages
+    (the WebUI parses the prefix itself against a compiled list, which ``patches/webui.py`` extends), and its mode
+    selector lists the plugin's modes."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(f"{site}/webui/")
+    wait = WebDriverWait(browser, 60)
+    tab = wait.until(lambda d: d.find_element(By.XPATH, "//button[normalize-space(text())='Retrieval']"))
+    tab.click()
+    box = wait.until(lambda d: d.find_element(By.ID, "query-input"))
+    browser.get_log("performance")  # drop what loading the page logged
+    box.send_keys(f"/prism {QUESTION}", Keys.ENTER)
+    body = lambda d: d.find_element(By.TAG_NAME, "body").text  # noqa: E731
+    wait.until(lambda d: "Response time" in body(d) or "Only supports" in body(d))
+    page = body(browser)
+    assert "Only supports" not in page  # the WebUI did not refuse the prefix
+    assert [(q.get("mode"), q.get("query")) for q in sent_queries(browser)] == [("prism", QUESTION)]
+    for name in SOURCES:  # prism's context: the three passages, by file
+        assert name in page, page
+
+    browser.find_element(By.ID, "query_mode_select").click()
+    options = [o.text for o in wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "[role=option]"))]
+    assert {"prism", "hipporag", "fidelis", "ensemble", "tournament", "Mix"} <= set(options), options
