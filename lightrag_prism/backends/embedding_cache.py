@@ -19,6 +19,9 @@ import numpy as np
 
 
 def _key(text: str, kwargs: dict) -> str:
+    # A call without ``context`` embeds as a document (LightRAG's default): the two share their vectors.
+    if kwargs.get("context") == "document":
+        kwargs = {k: v for k, v in kwargs.items() if k != "context"}
     flavour = repr(sorted(kwargs.items())) if kwargs else ""
     return hashlib.md5(f"{flavour}\x00{text}".encode("utf-8", "surrogatepass")).hexdigest()
 

