@@ -53,7 +53,56 @@ def test_copula_and_apposition_triples():
     assert ("Teutberga", "was queen of", "Lotharingia") in found
     assert ("Hucbert", "abbot of", "St. Maurice's Abbey") in found or \
         ("Hucbert", "lay abbot of", "St. Maurice's Abbey") in found
-    assert ("Lothair II", "is", "Frankish king") in found
+    # "Frankish king" is a generic noun phrase named once: not an entity (test_generic_noun_phrases_...)
+    assert "Frankish king" not in types(result)
+
+
+BAKERY = ("Kestrel Bay is a small harbour town on the west coast. The Harbour Bakery in Kestrel Bay is a "
+          "family-owned mill run by Ada Finch, a pastry chef who trained in Lyon, and it later became part of a small "
+          "chain of bakeries across the region called Finch & Daughters. Marta Olvide directed the film Glass "
+          "Harbour, released in 1998. The Vexholm Lighthouse was designed by Anders Brekke in 1870.")
+
+
+def test_places_and_works_the_small_model_calls_persons_get_their_words_type():
+    found = types(extract(BAKERY))
+    # spaCy's small model labels "Kestrel Bay" PERSON once and LOC once, "Vexholm Lighthouse" and "Glass Harbour"
+    # PERSON: the name's last word or the category noun before it decides
+    assert found["Kestrel Bay"] == "location"
+    assert found["Vexholm Lighthouse"] == "location"
+    assert found["Glass Harbour"] == "content"
+    assert found["Ada Finch"] == "person"
+
+
+def test_generic_noun_phrases_named_once_are_not_entities_and_their_facts_go_to_the_name():
+    result = extract(BAKERY)
+    for generic in ("pastry chef", "small chain", "family-owned mill", "small harbour town"):
+        assert generic not in types(result), generic
+    found = triples(result)
+    assert ("Ada Finch", "trained in", "Lyon") in found  # "Ada Finch, a pastry chef who trained in Lyon"
+    assert ("Harbour Bakery", "run by", "Ada Finch") in found  # "... is a family-owned mill run by Ada Finch"
+    assert ("Marta Olvide", "directed", "Glass Harbour") in found  # "directed the film Glass Harbour"
+
+
+def test_a_generic_noun_phrase_the_passage_names_twice_is_kept():
+    result = extract("The old water mill stood by the Kest river for two centuries. Ada Finch bought the old water "
+                     "mill in 1901.")
+    assert types(result).get("old water mill") == "concept"
+    assert ("Ada Finch", "bought", "old water mill") in triples(result)
+
+
+def test_descriptions_end_where_a_sentence_or_a_clause_ends():
+    result = extract(BAKERY)
+    descriptions = [e.description for e in result.entities] + [r.description for r in result.relations]
+    assert any(d.endswith("...") for d in descriptions)  # the long sentence was cut somewhere
+    for description in descriptions:
+        core = description.removeprefix("...").removesuffix("...").strip()
+        assert core in BAKERY, description
+        after = BAKERY[BAKERY.index(core) + len(core):][:1]
+        if core.endswith("."):
+            assert after in ("", " "), description  # at a sentence's end
+        else:
+            assert description.endswith("...") and after in (",", ";", ":", ")"), description  # at a clause's
+        assert len(description) <= 160, description
 
 
 def test_preposition_hung_on_the_object_still_relates_the_subject():

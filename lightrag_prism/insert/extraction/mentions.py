@@ -2,12 +2,15 @@
 
 * **Named entities** keep spaCy's span, minus leading determiners and stop words ("the American Psychological
   Association" -> "American Psychological Association"); spaCy's label maps to one of LightRAG's default entity
-  types (:data:`LABEL_TYPES`). Bare numbers (CARDINAL, ORDINAL, QUANTITY, PERCENT, MONEY) are not entities, and a
+  types (:data:`LABEL_TYPES`). The small model often labels a place or a work PERSON ("Kestrel Bay", "the film
+  Glass Harbour"): a name whose last word says what it is ("Bay", "Lighthouse", "University") or that follows a
+  category noun ("the film", "the river") takes that word's type instead (:data:`HEAD_TYPES`). Bare numbers (CARDINAL, ORDINAL, QUANTITY, PERCENT, MONEY) are not entities, and a
   DATE or TIME must contain a digit ("1963", "11 November 875", not "today").
 * **Salient noun phrases** are spaCy noun chunks, stripped the same way, that hold a proper noun (a name the NER
   missed: "Teutberga") or are at least two words with a noun head ("medieval bishop", "peer-reviewed journal").
   A noun phrase that only wraps a nationality or date ("an American film director") replaces that entity; one that
-  contains a name ("Lambert's half-brother") yields to it.
+  contains a name ("Lambert's half-brother") yields to it. A phrase without a proper noun is ``generic``: the
+  extractor keeps it only when its chunk names it twice or it stands for a name (``spacy_extractor``).
 * **Foreign-script names** come from :func:`scripts.foreign_name_spans` where no entity covers them.
 
 Pronouns, determiners and stop words are never entities, whatever spaCy says.
@@ -28,6 +31,28 @@ LABEL_TYPES = {
 }
 #: Labels of names: such entities may be linked by sentence co-occurrence; the others only by a parsed relation.
 NAME_LABELS = frozenset({"PERSON", "ORG", "GPE", "LOC", "FAC", "EVENT", "WORK_OF_ART", "LAW", "PRODUCT", "LANGUAGE"})
+#: A word that says what kind of thing a name names, as the name's last word ("Kestrel Bay") or the category noun
+#: before it ("the film Glass Harbour"). Used only against a PERSON label or an unlabelled proper noun phrase:
+#: spaCy's small model calls many unfamiliar places and works persons, rarely the reverse.
+HEAD_TYPES = {
+    **dict.fromkeys((
+        "bay", "river", "lake", "sea", "ocean", "island", "islands", "mountain", "mountains", "mount", "hill",
+        "hills", "valley", "desert", "forest", "park", "street", "road", "avenue", "square", "bridge", "lighthouse",
+        "castle", "palace", "tower", "cathedral", "church", "abbey", "monastery", "temple", "mosque", "harbour",
+        "harbor", "port", "airport", "station", "county", "province", "district", "city", "town", "village",
+        "coast", "peninsula", "canal", "falls", "glacier", "creek", "beach", "gulf", "strait", "cape", "stadium",
+        "arena", "museum", "hospital", "prison", "fort", "region", "state", "country", "kingdom", "empire"),
+        "location"),
+    **dict.fromkeys((
+        "university", "college", "school", "academy", "company", "corporation", "corp", "inc", "ltd", "llc", "bank",
+        "association", "society", "council", "party", "committee", "institute", "club", "band", "orchestra",
+        "league", "agency", "ministry", "foundation", "group", "records", "studios", "team", "firm", "label"),
+        "organization"),
+    **dict.fromkeys((
+        "film", "movie", "novel", "book", "album", "song", "single", "play", "opera", "series", "show", "poem",
+        "painting", "magazine", "newspaper", "journal", "documentary", "sitcom", "musical", "episode"), "content"),
+    **dict.fromkeys(("ship", "aircraft", "car", "locomotive", "game", "software"), "artifact"),
+}
 _STRIP_POS = frozenset({"DET", "PRON", "PUNCT", "CCONJ", "ADP", "PART", "SCONJ", "SPACE", "SYM"})
 _BAD_NAME_CHARS = re.compile(r"[\[\]{}<>|\\]")
 _LETTER = re.compile(r"[^\W\d_]")
@@ -41,6 +66,7 @@ class Mention:
     name: str
     type: str
     named: bool  # a name: may be linked to other names of its sentence without a parsed relation
+    generic: bool = False  # a noun phrase without a proper noun ("pastry chef")
 
 
 def span_name(tokens) -> str:
@@ -79,6 +105,17 @@ def _compound_extent(tokens: list) -> list:
     return list(doc[start:end])
 
 
+def type_by_words(tokens: list) -> str | None:
+    """The type the category noun before a name ("the film Glass Harbour") or the name's own last word ("Kestrel
+    Bay") gives (:data:`HEAD_TYPES`), if any; the category noun first: it says what the whole name is."""
+    first, last = tokens[0], tokens[-1]
+    before = first.doc[first.i - 1] if first.i > 0 else None
+    if before is not None and before.pos_ == "NOUN" and before.lower_ in HEAD_TYPES and (
+            before.dep_ == "compound" or last.head.i == before.i or before.head.i == last.i):
+        return HEAD_TYPES[before.lower_]
+    return HEAD_TYPES.get(last.lower_.rstrip(".")) if len(tokens) > 1 else None
+
+
 def _entity_mentions(doc) -> list[Mention]:
     mentions = []
     for ent in doc.ents:
@@ -88,6 +125,8 @@ def _entity_mentions(doc) -> list[Mention]:
             continue
         if ent.label_ in NAME_LABELS:
             tokens = _compound_extent(tokens)
+        if ent.label_ == "PERSON":
+            entity_type = type_by_words(tokens) or entity_type
         name = span_name(tokens)
         if entity_type == "data" and not any(ch.isdigit() for ch in name):
             continue
@@ -108,7 +147,8 @@ def _phrase_mention(chunk) -> Mention | None:
     name = span_name(tokens)
     if not valid_name(name, tokens):
         return None
-    return Mention(tokens[0].i, tokens[-1].i + 1, name, "other" if proper else "concept", proper)
+    kind = (type_by_words(tokens) or "other") if proper else "concept"
+    return Mention(tokens[0].i, tokens[-1].i + 1, name, kind, proper, generic=not proper)
 
 
 def _all_proper(tokens) -> bool:

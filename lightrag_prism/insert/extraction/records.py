@@ -18,13 +18,12 @@ COMPLETE = "<|COMPLETE|>"
 COOCCURRENCE_KEYWORD = "mentioned with"
 COOCCURRENCE_WEIGHT = 0.3
 # LightRAG embeds every entity and relation, and embedding time grows with text length, so description length is
-# insert time (entity and relation texts are 70% of the embedder's characters). An entity's description is at most
-# 80 characters of its sentence around the mention; a relation's (the fact's evidence) the sentence's words around
-# both arguments, 90 characters unless the arguments themselves lie further apart (then cut past 200). Windows
-# around the arguments instead of the sentence's first 200 characters cut the 3,000-passage insert's relation texts
-# by a third and keep the words that state the fact.
-MAX_ENTITY_DESCRIPTION_CHARS = 80
-RELATION_WINDOW_CHARS = 90
+# insert time (entity and relation texts are most of the embedder's characters). An entity's description is its
+# sentence when that fits in 160 characters (three sentences in four of the bundled corpora's), else the whole
+# clauses around the mention that fit; a relation's (the fact's evidence) the same around both arguments, cut past
+# 200 characters only when the arguments themselves lie further apart (``spacy_extractor.mention_window``).
+MAX_ENTITY_DESCRIPTION_CHARS = 160
+RELATION_WINDOW_CHARS = 160
 MAX_RELATION_DESCRIPTION_CHARS = 200
 
 _READABLE = re.compile(r"[^\W_]", re.UNICODE)

