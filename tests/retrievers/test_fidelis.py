@@ -11,7 +11,9 @@ from lightrag.utils import EmbeddingFunc
 
 from lightrag_prism import PrismRAG
 from lightrag_prism.param import PrismQueryParam
+from lightrag_prism.result import ScoredItem
 from lightrag_prism.retrievers.fidelis import prompts
+from lightrag_prism.retrievers.fidelis.output import DENSE_HEAD, fuse
 from lightrag_prism.retrievers.fidelis.scoring import HopScorer, top_candidates
 from lightrag_prism.snapshot import build_snapshot
 from tests.helpers import make_embedding_func, make_llm_func, offline_tokenizer
@@ -181,10 +183,24 @@ async def test_offline_search_stops_at_max_length_and_returns_paths(tmp_path):
     assert path_entities <= {e["entity_name"] for e in data["entities"]}
     assert {r.get("found_by") for r in data["relationships"] if r.get("path")} == {"fidelis"}
     assert data["chunks"] and all(c["content"] for c in data["chunks"])
-    ours = [c["found_by"] for c in data["chunks"] if c.get("found_by")]
-    assert ours[0] == "fidelis" and "dense" in ours  # path chunks first, free slots filled with dense ones
-    assert ours == sorted(ours, key=lambda source: source != "fidelis")
+    # no LLM: the dense ranking keeps its head, the path chunks are fused in below it
+    dense = [c["chunk_id"] for c in (await rag.aquery_data(QUESTION, PrismQueryParam(mode="naive")))["data"]["chunks"]]
+    ours = [c["chunk_id"] for c in data["chunks"]]
+    assert ours[:DENSE_HEAD] == dense[:DENSE_HEAD]
+    assert any("fidelis" in c["found_by"] for c in data["chunks"])
     await rag.finalize_storages()
+
+
+def _chunks(*ids: str, by: str) -> list[ScoredItem]:
+    return [ScoredItem("chunk", i, 0.0, (by,), {"content": i}) for i in ids]
+
+
+def test_fusion_keeps_the_dense_head_then_ranks_the_rest_by_reciprocal_rank():
+    fused = fuse(_chunks("a", "b", "c", "d", "e", "f", "g", by="dense"), _chunks("x", "f", "a", by="fidelis"), head=2)
+    # c, d, e, f, g (dense ranks 1-5 below the head) against x, f (a is in the head): f is in both
+    assert [c.id for c in fused] == ["a", "b", "f", "c", "x", "d", "e", "g"]
+    assert fused[2].found_by == ("dense", "fidelis") and fused[4].found_by == ("fidelis",)
+    assert [c.id for c in fuse(_chunks("a", by="dense"), [], head=5)] == ["a"]
 
 
 @pytest.mark.asyncio
@@ -230,6 +246,9 @@ async def test_llm_path_plan_choice_and_termination(tmp_path, scripted_server):
     assert "The company where Alice works" in verifier.text and meta["paths"][0][0][0] == "Alice"
     assert "0: Alice -> " in verifier.text
     assert out["data"]["relationships"][0]["found_by"] == "fidelis"
+    sources = [c["found_by"] for c in out["data"]["chunks"]]
+    assert sources[0] == "fidelis"  # with an LLM: the paths' chunks first, dense ones fill the free slots
+    assert sources == sorted(sources, key=lambda source: source != "fidelis")
     # Keywords are embedded once per query, one vector each, and reused at every step.
     keyword_batches = [r.body["input"] for r in scripted_server.embedding_requests() if "works at" in r.body["input"]]
     assert keyword_batches == [["works at", "located in", "country"]]

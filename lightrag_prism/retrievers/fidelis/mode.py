@@ -11,7 +11,9 @@
    verifier asks whether the paths so far entail the statement; "yes" stops the search. Paths never revisit a node.
    The verifier runs concurrently with the next expansion's scoring, the beam choice with the next step's prefetch.
 4. **Output**: the chosen paths' relations (in path order), entities and source chunks, ranked by path score (mean
-   hop score) then query similarity; LightRAG then builds the context and answers as for its own KG modes.
+   hop score) then query similarity; without an LLM the chunks are the dense ranking fused with the paths'
+   (:mod:`.output`). LightRAG then builds the context and answers as for its own KG modes, keeping that chunk
+   order (``OWN_CHUNK_RANKING``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from .output import assemble
 from .scoring import HopScorer, Path, top_candidates
 
 KIND = "kg"
+OWN_CHUNK_RANKING = True  # LightRAG keeps this chunk order (path chunks, or the fused ranking; output.py)
 LINKS_PER_KEYWORD = 2  # entities linked per keyword when no topic entity is given
 MAX_LINKED_TOPICS = 5
 
@@ -207,7 +210,7 @@ async def retrieve(ctx: QueryContext) -> Retrieval:
         meta["topic_entities_linked"] = True
     paths, stopped_by, steps = await beam_search(search, topics) if topics else ([], "no_topic_entity", 0)
     paths = sorted((p for p in paths if p.edges), key=lambda p: -p.score)
-    await assemble(ctx, snapshot, scorer, paths, relation_label)
+    await assemble(ctx, snapshot, scorer, paths, relation_label, topics)
     meta.update({
         "stopped_by": stopped_by, "steps": steps, "topic_entities": [snapshot.node_ids[t] for t in topics],
         "paths": [path_triples(snapshot, p) for p in paths],
