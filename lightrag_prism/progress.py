@@ -16,8 +16,6 @@ from tqdm.auto import tqdm
 
 POLL_SECONDS = 0.5
 FINISHED = ("processed", "failed")
-
-
 IN_FLIGHT = ("parsing", "analyzing", "processing")
 
 
@@ -25,7 +23,6 @@ async def _counts(rag) -> tuple[int, int]:
     """(finished, in flight) documents of the instance."""
     counts = await rag.doc_status.get_status_counts()
     return (sum(counts.get(status, 0) for status in FINISHED), sum(counts.get(status, 0) for status in IN_FLIGHT))
-
 
 
 @asynccontextmanager
@@ -48,6 +45,7 @@ async def insert_progress(rag, total: int, desc: str, unit: str = "doc", disable
         bar.n = total
     finally:
         task.cancel()
+        bar.set_postfix_str("", refresh=False)  # the last poll's "N in progress" is over
         bar.close()
 
 
