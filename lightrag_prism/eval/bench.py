@@ -27,10 +27,12 @@ from ..param import PrismQueryParam
 from ..retrievers import valid_modes
 from .bm25 import BM25Index
 from .datasets import Dataset, load_hotpotqa, load_musique
-from .index import index_passages, openie_replay_llm, passage_lookup
+from .index import index_passages, long_passages, openie_replay_llm, passage_lookup
 from .metrics import all_in_top_k, recall_at_ks, summarize_latencies
 
 KS = (1, 2, 5, 10)
+DEFAULT_CHUNK_TOKENS = 1200  # LightRAG's chunk_token_size
+logger = logging.getLogger(__name__)
 LOADERS = {"musique": load_musique, "hotpotqa": load_hotpotqa}
 
 
@@ -50,15 +52,22 @@ async def open_index(dataset: Dataset, working_dir: Path, embedding_func=None, p
     """A PrismRAG over ``working_dir`` holding every passage of ``dataset`` (built on first use, then reused).
 
     The graph replays the dataset's OpenIE triples when it has them, unless ``text_only``: then, as for any
-    dataset without triples, the offline extractor reads the passages' text."""
-    from ..backends import local_embedding_func
+    dataset without triples, the offline extractor reads the passages' text. Passages stay whole: the chunk size is
+    fitted to the longest one when it is above LightRAG's default (the ones above are logged)."""
+    from ..backends import OfflineTokenizer, local_embedding_func
     from ..rag import PrismRAG
 
+    tokenizer = OfflineTokenizer()
+    long = long_passages(dataset, tokenizer, DEFAULT_CHUNK_TOKENS)
+    if long:
+        logger.warning("%d passage(s) of %s are longer than %d tokens (longest %s, %d tokens): chunk size %d",
+                       len(long), dataset.name, DEFAULT_CHUNK_TOKENS, long[0][0], long[0][1], long[0][1])
     llm = openie_replay_llm(dataset) if dataset.openie and not text_only else None
     rag = PrismRAG(
-        working_dir=str(working_dir), workspace=dataset.name, llm_model_func=llm,
+        working_dir=str(working_dir), workspace=dataset.name, llm_model_func=llm, tokenizer=tokenizer,
         embedding_func=embedding_func or local_embedding_func(max_token_size=512),
         embedding_batch_num=64, entity_extract_max_gleaning=0, enable_llm_cache_for_entity_extract=False,
+        chunk_token_size=max([DEFAULT_CHUNK_TOKENS] + [n for _, n in long]),
     )
     await rag.initialize_storages()
     await index_passages(rag, dataset, progress=progress)

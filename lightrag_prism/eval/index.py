@@ -7,6 +7,8 @@ HippoRAG), otherwise it is the offline extractor (``insert/extraction``), as for
 
 Each passage is one document and one chunk (``split_by_character_only`` with a separator no passage contains keeps
 a long passage whole, HippoRAG's protocol), inserted in batches of ``batch_size`` documents per ``ainsert``.
+LightRAG refuses a chunk above its ``chunk_token_size``: the bench fits that size to the longest passage
+(:func:`long_passages` lists the ones above the default).
 """
 
 from __future__ import annotations
@@ -75,6 +77,12 @@ async def index_passages(rag, dataset: Dataset, batch_size: int = 500, progress:
                               split_by_character_only=True, ids=[doc_id for doc_id, _ in batch],
                               file_paths=[f"{dataset.name}/{p.id}" for _, p in batch])
     return len(todo)
+
+
+def long_passages(dataset: Dataset, tokenizer, limit: int) -> list[tuple[str, int]]:
+    """(passage id, tokens) of the passages longer than ``limit`` tokens, longest first."""
+    counts = [(p.id, len(tokenizer.encode(p.content))) for p in dataset.passages]
+    return sorted(((pid, n) for pid, n in counts if n > limit), key=lambda item: -item[1])
 
 
 def passage_lookup(dataset: Dataset) -> dict[str, str]:

@@ -1,0 +1,152 @@
+"""Retrieval at a realistic size: every bundled passage in one index, each set's questions scored against it.
+
+    python benchmarks/bench_pooled.py                      # text only (offline extractor), ~9,000 passages
+    python benchmarks/bench_pooled.py --openie             # MuSiQue passages from their GPT-3.5 triples
+    python benchmarks/bench_pooled.py --modes naive,prism --bootstrap 2000
+
+The pooled corpus is MuSiQue's 1,890 passages + HotpotQA's 994 + the 2WikiMultihopQA corpus's 6,119 (duplicates
+once), indexed as the bench indexes one set (one passage = one document = one chunk, batches of 500 per
+``ainsert``, local MiniLM, no LLM), in ``--working-dir`` and reused by later runs. Passages longer than LightRAG's
+default chunk size are reported, and the chunk size is fitted to the longest so that every passage goes in whole.
+
+For MuSiQue and HotpotQA it reports, per mode, R@1/2/5/10 against the pooled index, the median and p95 latency,
+and a paired bootstrap (95% CI) of each mode's R@2 and R@5 minus naive's over the same questions. The rankings of
+every question are saved in ``<out>/rankings.json``; the report in ``<out>/results.json`` and ``results.md``.
+``--single-sets`` also scores each set on its own index (built by ``lightrag-prism bench`` under the same working
+dir, or here), so the two sizes are compared in one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from lightrag_prism.eval.bench import (  # noqa: E402
+    DEFAULT_CHUNK_TOKENS, KS, evaluate_mode, index_stats, load_dataset, open_index)
+from lightrag_prism.eval.datasets import Dataset, load_2wiki_corpus  # noqa: E402
+from lightrag_prism.eval.index import long_passages  # noqa: E402
+from lightrag_prism.eval.metrics import recall_at_ks  # noqa: E402
+
+SETS = ("musique", "hotpotqa")
+DEFAULT_MODES = "naive,prism,hipporag,fidelis,mix"
+
+
+def pooled_dataset(openie: bool) -> tuple[Dataset, dict[str, Dataset]]:
+    """The pooled corpus (no questions of its own) and the question sets scored against it."""
+    sets = {name: load_dataset(name, None) for name in SETS}
+    passages = {}
+    for dataset in sets.values():
+        passages.update((p.id, p) for p in dataset.passages)
+    passages.update((p.id, p) for p in load_2wiki_corpus())
+    name = "pooled-openie" if openie else "pooled"
+    triples = sets["musique"].openie if openie else None
+    return Dataset(name=name, passages=list(passages.values()), questions=[], openie=triples), sets
+
+
+def paired_bootstrap(ours: np.ndarray, base: np.ndarray, samples: int, seed: int = 0) -> dict:
+    """Mean of ``ours - base`` over questions and its 95% percentile interval over ``samples`` resamples."""
+    diff = ours - base
+    rng = np.random.default_rng(seed)
+    means = diff[rng.integers(0, len(diff), size=(samples, len(diff)))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return {"mean": round(100 * diff.mean(), 1), "ci95": [round(100 * low, 1), round(100 * high, 1)]}
+
+
+def per_question_recall(gold: list, ranked: list, k: int) -> np.ndarray:
+    return np.array([recall_at_ks([g], [r], (k,))[k] for g, r in zip(gold, ranked)])
+
+
+async def score(rag, dataset: Dataset, modes: list[str], samples: int) -> tuple[dict, dict]:
+    rows, rankings = {}, {}
+    for mode in modes:
+        rows[mode], rankings[mode] = await evaluate_mode(rag, mode, dataset, None, progress=True)
+    gold = [q.gold_passage_ids for q in dataset.questions]
+    if "naive" in rankings:
+        for mode in modes:
+            rows[mode]["vs_naive"] = {f"R@{k}": paired_bootstrap(per_question_recall(gold, rankings[mode], k),
+                                                                per_question_recall(gold, rankings["naive"], k),
+                                                                samples) for k in (2, 5)}
+    questions = {q.id: {mode: rankings[mode][i][:max(KS)] for mode in modes} for i, q in enumerate(dataset.questions)}
+    return rows, questions
+
+
+def table(title: str, rows: dict) -> str:
+    lines = [f"\n{title}\n", "| mode | R@1 | R@2 | R@5 | R@10 | R@2 - naive (95% CI) | R@5 - naive (95% CI) | "
+             "median ms | p95 ms |", "|---|---|---|---|---|---|---|---|---|"]
+    for mode, row in rows.items():
+        recall, latency, vs = row["recall"], row["latency_ms"], row.get("vs_naive", {})
+        cells = [f"{vs[m]['mean']:+.1f} [{vs[m]['ci95'][0]:+.1f}, {vs[m]['ci95'][1]:+.1f}]" if m in vs else "-"
+                 for m in ("R@2", "R@5")]
+        lines.append(f"| {mode} | {recall['1']} | {recall['2']} | {recall['5']} | {recall['10']} | {cells[0]} | "
+                     f"{cells[1]} | {latency['median']} | {latency['p95']} |")
+    return "\n".join(lines)
+
+
+async def run(args) -> dict:
+    pooled, sets = pooled_dataset(args.openie)
+    modes = [m for m in args.modes.split(",") if m]
+    work = Path(args.working_dir)
+    report = {"corpus": pooled.name, "passages": len(pooled.passages), "modes": modes, "sets": {}}
+    start = time.perf_counter()
+    rag = await open_index(pooled, work / f"{pooled.name}-{len(pooled.passages)}", text_only=not args.openie)
+    report["build_seconds"] = round(time.perf_counter() - start, 1)
+    report["chunk_token_size"] = rag.chunk_token_size
+    report["index"] = await index_stats(rag, report["build_seconds"])
+    report["long_passages"] = long_passages(pooled, rag.tokenizer, DEFAULT_CHUNK_TOKENS)
+    rankings = {}
+    try:
+        for name, dataset in sets.items():
+            rows, rankings[name] = await score(rag, dataset, modes, args.bootstrap)
+            report["sets"][name] = {"pooled": rows}
+    finally:
+        await rag.finalize_storages()
+    if args.single_sets:
+        for name, dataset in sets.items():
+            source = "openie" if args.openie and dataset.openie else "text"
+            single = await open_index(dataset, work / f"{dataset.name}-{len(dataset.passages)}-{source}",
+                                      text_only=source == "text")
+            try:
+                report["sets"][name]["own_index"], _ = await score(single, dataset, modes, args.bootstrap)
+            finally:
+                await single.finalize_storages()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(report, indent=2))
+    (out / "rankings.json").write_text(json.dumps(rankings))
+    text = [f"{pooled.name}: {len(pooled.passages)} passages, built in {report['build_seconds']} s "
+            f"(0 when reused); chunk_token_size {rag.chunk_token_size}; {report['index']['entities']} entities, "
+            f"{report['index']['relations']} relations"]
+    for name, result in report["sets"].items():
+        for where, rows in result.items():
+            text.append(table(f"{name} ({len(sets[name].questions)} questions), {where} index", rows))
+    (out / "results.md").write_text("\n".join(text) + "\n")
+    print("\n".join(text))
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--openie", action="store_true", help="MuSiQue passages from their GPT-3.5 triples")
+    parser.add_argument("--modes", default=DEFAULT_MODES)
+    parser.add_argument("--bootstrap", type=int, default=2000, help="resamples of the paired bootstrap")
+    parser.add_argument("--single-sets", action="store_true", help="also score each set on its own index")
+    parser.add_argument("--working-dir", default="prism_storage/bench")
+    parser.add_argument("--out", default=None, help="default: benchmarks/results/pooled[-openie]")
+    args = parser.parse_args()
+    args.out = args.out or str(ROOT / "benchmarks" / "results" / ("pooled-openie" if args.openie else "pooled"))
+    logging.getLogger("lightrag").setLevel(logging.WARNING)
+    asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    main()
