@@ -23,7 +23,11 @@ store). :func:`nano_vectordb_save` writes the same object with ``orjson.dumps`` 
 without the spaces after ``,`` and ``:``, which ``json.load`` ignores. Rows whose values are not all strings,
 integers, booleans, ``None`` or finite floats (what LightRAG stores) go to the original ``save``.
 
-Both apply to every LightRAG instance of the process: what lands on disk reads back identically, only faster.
+``NanoVectorDB.get(ids)`` (what ``NanoVectorDBStorage.get_vectors_by_ids`` and ``get_by_ids`` call) tests each
+row's id for membership in the list ``ids``: rows x ids comparisons. :func:`nano_vectordb_get` returns the same
+rows in the same order from one pass with a set (reading 3,000 ids from a 30,000-row store: seconds -> ms).
+
+All apply to every LightRAG instance of the process: what lands on disk reads back identically, only faster.
 """
 
 from __future__ import annotations
@@ -100,6 +104,23 @@ def nano_vectordb_save(original):
     return save
 
 
+def nano_vectordb_get(original):
+    """``NanoVectorDB.get`` with the ids in a set (see the module doc); ``original`` for unhashable ids."""
+    from nano_vectordb.dbs import f_ID
+
+    def get(self, ids):
+        storage = getattr(self, _NANO_STORAGE, None)
+        try:
+            wanted = set(ids)
+        except TypeError:
+            return original(self, ids)
+        if not isinstance(storage, dict):
+            return original(self, ids)
+        return [data for data in storage["data"] if data[f_ID] in wanted]
+
+    return get
+
+
 def install() -> None:
     import importlib
 
@@ -108,6 +129,7 @@ def install() -> None:
     for module in _MODULES:
         wrap_once(importlib.import_module(module), "write_json", orjson_writer)
     wrap_once(NanoVectorDB, "save", nano_vectordb_save)
+    wrap_once(NanoVectorDB, "get", nano_vectordb_get)
 
 
 install()

@@ -17,7 +17,7 @@ def stock_storage_writers():
     graph_storage = networkx_impl.NetworkXStorage
     patched = [(json_kv_impl, "write_json", json_kv_impl.write_json),
                (json_doc_status_impl, "write_json", json_doc_status_impl.write_json),
-               (NanoVectorDB, "save", NanoVectorDB.save),
+               (NanoVectorDB, "save", NanoVectorDB.save), (NanoVectorDB, "get", NanoVectorDB.get),
                (graph_storage, "write_nx_graph", graph_storage.__dict__["write_nx_graph"])]
     for owner, name, current in patched:
         original = getattr(current, "__func__", current).__wrapped__

@@ -95,3 +95,13 @@ def test_nano_vectordb_rows_that_are_not_plain_use_the_original_save(tmp_path, o
     db = _nano(tmp_path / "db.json", [dict(odd, content="x")])
     db.save()
     assert ", " in (tmp_path / "db.json").read_text()  # json.dump's separators: the original wrote it
+
+
+@pytest.mark.parametrize("ids", [["id-3", "id-0", "missing", "id-3"], [], ("id-1",), ["id-2"] * 3],
+                         ids=["mixed", "empty", "tuple", "repeated"])
+def test_nano_vectordb_get_returns_what_the_original_returns(tmp_path, ids):
+    from nano_vectordb import NanoVectorDB
+
+    db = _nano(tmp_path / "db.json", [{"content": f"row {i}"} for i in range(5)])
+    assert db.get(ids) == NanoVectorDB.get.__wrapped__(db, ids)  # same rows, same (storage) order
+    assert [row["__id__"] for row in db.get(["id-4", "id-1"])] == ["id-1", "id-4"]
