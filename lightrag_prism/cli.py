@@ -195,6 +195,8 @@ def configure_logging(verbose: bool) -> None:
         logging.getLogger(name).setLevel(logging.INFO if verbose else logging.WARNING)
     if not verbose:  # a failure is reported once, as one line; LightRAG's own ERROR lines (its retries) repeat it
         logging.getLogger("lightrag").setLevel(logging.CRITICAL)
+        # one warning per failed window or pair; the result's fallbacks (--json) record each one
+        logging.getLogger("lightrag_prism.rerankers").setLevel(logging.ERROR)
 
 
 def describe_failure(exc: BaseException) -> str:

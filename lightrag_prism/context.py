@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 import numpy as np
 
+from .backends.openai_compat import connection_refused
 from .errors import LLMNotConfiguredError
 from .llm import cached_llm_call
 from .result import Retrieval
@@ -30,6 +31,9 @@ class QueryContext:
     stock_search: Callable[..., Awaitable[Any]] | None = None
     retrieval: Retrieval = field(default_factory=Retrieval)
     _embeddings: dict[str, np.ndarray] = field(default_factory=dict)
+    # Set when a call of this query found the endpoint refusing connections: the query's later LLM steps (a
+    # tournament asks dozens of times) take their fallback at once instead of each waiting for its own refusal.
+    _llm_unreachable: str | None = None
 
     @property
     def llm_configured(self) -> bool:
@@ -62,11 +66,17 @@ class QueryContext:
         if not self.llm_configured:
             self.retrieval.record_fallback(step, "no LLM configured")
             return None
+        if self._llm_unreachable is not None:
+            self.retrieval.record_fallback(step, self._llm_unreachable)
+            return None
         try:
             return await cached_llm_call(self.rag, prompt, system_prompt=system_prompt, cache_type=step,
                                          mode=self.param.mode, **kwargs)
         except LLMNotConfiguredError:
             self.retrieval.record_fallback(step, "no LLM configured")
         except Exception as exc:  # an LLM/network error must not fail the query: fall back and record it
-            self.retrieval.record_fallback(step, f"LLM error: {type(exc).__name__}: {exc}")
+            reason = f"LLM error: {type(exc).__name__}: {exc}"
+            if connection_refused(exc) is not None:
+                self._llm_unreachable = f"{reason} (the endpoint refused a connection earlier in this query)"
+            self.retrieval.record_fallback(step, reason)
         return None

@@ -171,3 +171,41 @@ async def test_opted_in_stock_mode_whose_answer_alone_fails_raises_llm_call_erro
             await rag.aquery(QUESTION, QueryParam(mode="hybrid", enable_rerank=False))
     finally:
         await rag.finalize_storages()
+
+
+@pytest.mark.asyncio
+async def test_a_refused_connection_ends_the_querys_llm_calls(monkeypatch):
+    """After one call of a query finds the endpoint refusing connections, the query's other LLM steps (a
+    tournament asks dozens) take their fallback at once; another failure does not."""
+    from types import SimpleNamespace
+
+    from lightrag_prism import context
+    from lightrag_prism.param import PrismQueryParam
+
+    calls = []
+
+    async def refused(*args, **kwargs):
+        calls.append(kwargs["cache_type"])
+        try:
+            raise ConnectionRefusedError(111, "Connection refused")
+        except ConnectionRefusedError as exc:
+            raise RuntimeError("Connection error.") from exc
+
+    monkeypatch.setattr(context, "cached_llm_call", refused)
+    ctx = context.QueryContext(rag=SimpleNamespace(llm_configured=True), query="q",
+                               param=PrismQueryParam(mode="tournament"))
+    answers = [await ctx.llm("p", step=f"judge{i}") for i in range(5)]
+    assert answers == [None] * 5 and calls == ["judge0"]
+    reasons = [f["reason"] for f in ctx.retrieval.metadata["fallbacks"]]
+    assert len(reasons) == 5 and all("Connection error" in r for r in reasons)
+
+    async def timed_out(*args, **kwargs):
+        calls.append(kwargs["cache_type"])
+        raise TimeoutError("read timed out")
+
+    monkeypatch.setattr(context, "cached_llm_call", timed_out)
+    other = context.QueryContext(rag=SimpleNamespace(llm_configured=True), query="q",
+                                 param=PrismQueryParam(mode="tournament"))
+    for i in range(3):
+        await other.llm("p", step=f"t{i}")
+    assert calls[1:] == ["t0", "t1", "t2"]  # a timeout may be transient: each step still asks
