@@ -60,8 +60,10 @@ async def test_embedding_cache_embeds_each_text_once_per_kwargs():
     np.testing.assert_array_equal(first[0], first[2])
     np.testing.assert_array_equal(second[0], first[1])
     assert inner.calls == [["alpha", "beta"], ["gamma"]]
-    await cached(["alpha"], context="document")  # other kwargs, other vectors
-    assert inner.calls[-1] == ["alpha"] and (cached.hits, cached.misses) == (1, 4)
+    await cached(["alpha"], context="document")  # LightRAG's default context: the same vectors as no context
+    assert inner.calls[-1] == ["gamma"] and (cached.hits, cached.misses) == (2, 3)
+    await cached(["alpha"], context="query")  # other kwargs, other vectors
+    assert inner.calls[-1] == ["alpha"] and (cached.hits, cached.misses) == (2, 4)
 
 
 async def test_embedding_cache_awaits_texts_in_flight_and_evicts_lru():
