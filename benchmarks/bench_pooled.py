@@ -12,8 +12,8 @@ default chunk size are reported, and the chunk size is fitted to the longest so 
 For MuSiQue and HotpotQA it reports, per mode, R@1/2/5/10 against the pooled index, the median and p95 latency,
 and a paired bootstrap (95% CI) of each mode's R@2 and R@5 minus naive's over the same questions. The rankings of
 every question are saved in ``<out>/rankings.json``; the report in ``<out>/results.json`` and ``results.md``.
-``--single-sets`` also scores each set on its own index (built by ``lightrag-prism bench`` under the same working
-dir, or here), so the two sizes are compared in one run.
+``--single-sets DIR`` also scores each set on its own index in DIR (where ``lightrag-prism bench --working-dir DIR``
+builds them; built here otherwise), so the two sizes are compared in one run.
 """
 
 from __future__ import annotations
@@ -113,8 +113,8 @@ async def run(args) -> dict:
     if args.single_sets:
         for name, dataset in sets.items():
             source = "openie" if args.openie and dataset.openie else "text"
-            single = await open_index(dataset, work / f"{dataset.name}-{len(dataset.passages)}-{source}",
-                                      text_only=source == "text")
+            where = Path(args.single_sets) / f"{dataset.name}-{len(dataset.passages)}-{source}"
+            single = await open_index(dataset, where, text_only=source == "text")
             try:
                 report["sets"][name]["own_index"], _ = await score(single, dataset, modes, args.bootstrap)
             finally:
@@ -139,7 +139,7 @@ def main() -> None:
     parser.add_argument("--openie", action="store_true", help="MuSiQue passages from their GPT-3.5 triples")
     parser.add_argument("--modes", default=DEFAULT_MODES)
     parser.add_argument("--bootstrap", type=int, default=2000, help="resamples of the paired bootstrap")
-    parser.add_argument("--single-sets", action="store_true", help="also score each set on its own index")
+    parser.add_argument("--single-sets", metavar="DIR", help="also score each set on its own index in DIR")
     parser.add_argument("--working-dir", default="prism_storage/bench")
     parser.add_argument("--out", default=None, help="default: benchmarks/results/pooled[-openie]")
     args = parser.parse_args()
