@@ -112,6 +112,31 @@ def lightrag_kwargs(server: ScriptedServer, working_dir: str, dim: int = 64, **o
     return kwargs
 
 
+def dense_hash_embedding_func(dim: int = 64) -> EmbeddingFunc:
+    """Like :func:`hash_embedding_func`, but each word adds a dense pseudo-random vector (seeded by its md5):
+    texts that differ in one word never tie exactly, as they do when words fall into sparse buckets."""
+    import hashlib
+    import re
+
+    vectors: dict[str, np.ndarray] = {}
+
+    def word_vector(word: str) -> np.ndarray:
+        if word not in vectors:
+            seed = int(hashlib.md5(word.encode()).hexdigest(), 16) % 2**32
+            vectors[word] = np.random.default_rng(seed).standard_normal(dim).astype(np.float32)
+        return vectors[word]
+
+    async def embed(texts: list[str], **_: Any) -> np.ndarray:
+        out = np.zeros((len(texts), dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                out[i] += word_vector(word)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(norms == 0, 1.0, norms)
+
+    return EmbeddingFunc(embedding_dim=dim, max_token_size=8192, func=embed, model_name=f"dense-hash-{dim}")
+
+
 def hash_embedding_func(dim: int = 64) -> EmbeddingFunc:
     """A cheap in-process embedder (hashed bag of words, L2-normalised) for tests that need no server."""
     import hashlib
