@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 import numpy as np
 
-from .backends.openai_compat import connection_refused
-from .errors import LLMNotConfiguredError
+from .errors import LLMNotConfiguredError, connection_refused
 from .llm import cached_llm_call
 from .result import Retrieval
 from .snapshot import GraphSnapshot

@@ -53,6 +53,11 @@ def exception_chain(exc: BaseException | None) -> Iterator[BaseException]:
         exc = exc.__cause__ or exc.__context__
 
 
+def connection_refused(exc: BaseException) -> ConnectionRefusedError | None:
+    """The ConnectionRefusedError under ``exc`` (an HTTP client wraps it in two or three layers), if any."""
+    return next((link for link in exception_chain(exc) if isinstance(link, ConnectionRefusedError)), None)
+
+
 def describe_error(exc: BaseException, detail: str = "") -> str:
     """``Type: first line of the message`` (at most 300 characters, no trailing period) plus ``detail``."""
     text = str(exc).strip()

@@ -13,7 +13,8 @@ from typing import Any, Callable
 
 from lightrag.llm_roles import ROLES
 
-from .backends.openai_compat import DEFAULT_BASE_URL, connection_refused
+from .backends.openai_compat import DEFAULT_BASE_URL
+from .errors import connection_refused
 from .errors import LLMCallError, describe_error
 
 ENDPOINT_ATTRIBUTE = "prism_llm_endpoint"

@@ -25,7 +25,7 @@ import os
 
 from lightrag.utils import EmbeddingFunc
 
-from ..errors import exception_chain
+from ..errors import connection_refused
 
 
 def llm_configured_in_env(environ=os.environ) -> bool:
@@ -80,11 +80,6 @@ def openai_compatible_llm(model: str, base_url: str | None = None, api_key: str 
 
     complete.model_name, complete.base_url = model, base_url or DEFAULT_BASE_URL
     return complete
-
-
-def connection_refused(exc: BaseException) -> ConnectionRefusedError | None:
-    """The ConnectionRefusedError under ``exc`` (the client wraps it in two or three layers), if any."""
-    return next((link for link in exception_chain(exc) if isinstance(link, ConnectionRefusedError)), None)
 
 
 def _refused_after_one_retry(retry_state) -> bool:

@@ -48,12 +48,13 @@ def load_dataset(name: str, n_questions: int | None) -> Dataset:
 
 
 async def open_index(dataset: Dataset, working_dir: Path, embedding_func=None, progress: bool = True,
-                     text_only: bool = False):
+                     text_only: bool = False, query_runtime: str = "numpy"):
     """A PrismRAG over ``working_dir`` holding every passage of ``dataset`` (built on first use, then reused).
 
     The graph replays the dataset's OpenIE triples when it has them, unless ``text_only``: then, as for any
     dataset without triples, the offline extractor reads the passages' text. Passages stay whole: the chunk size is
-    fitted to the longest one when it is above LightRAG's default (the ones above are logged)."""
+    fitted to the longest one when it is above LightRAG's default (the ones above are logged). Without an
+    ``embedding_func``, the local MiniLM, questions embedded as ``query_runtime`` says (``local_embedding_func``)."""
     from ..backends import OfflineTokenizer, local_embedding_func
     from ..rag import PrismRAG
 
@@ -65,7 +66,7 @@ async def open_index(dataset: Dataset, working_dir: Path, embedding_func=None, p
     llm = openie_replay_llm(dataset) if dataset.openie and not text_only else None
     rag = PrismRAG(
         working_dir=str(working_dir), workspace=dataset.name, llm_model_func=llm, tokenizer=tokenizer,
-        embedding_func=embedding_func or local_embedding_func(max_token_size=512),
+        embedding_func=embedding_func or local_embedding_func(max_token_size=512, query_runtime=query_runtime),
         embedding_batch_num=64, entity_extract_max_gleaning=0, enable_llm_cache_for_entity_extract=False,
         chunk_token_size=max([DEFAULT_CHUNK_TOKENS] + [n for _, n in long]),
     )
@@ -194,10 +195,7 @@ async def run_bench(dataset_name: str = "musique", questions: int | None = None,
     graph_source = "text" if text_only or not dataset.openie else "openie"
     work = Path(working_dir) / f"{dataset.name}-{len(dataset.passages)}-{graph_source}"
     start = time.perf_counter()
-    from ..backends import local_embedding_func
-
-    rag = await open_index(dataset, work, progress=progress, text_only=text_only,
-                           embedding_func=local_embedding_func(max_token_size=512, query_runtime=query_runtime))
+    rag = await open_index(dataset, work, progress=progress, text_only=text_only, query_runtime=query_runtime)
     build_seconds = time.perf_counter() - start
     bm25 = BM25Index(dataset.passages) if "bm25" in modes else None
     report = {"dataset": dataset.name, "questions": len(dataset.questions), "passages": len(dataset.passages),

@@ -103,21 +103,24 @@ def mention_window(words: list[str], start: int, end: int, limit: int = MAX_ENTI
     if len("".join(words).strip()) <= limit:
         return "".join(words).strip()
     budget = limit - 2 * len(ELLIPSIS)
-    bounds = [*_clause_starts(words), len(words)]
+    bounds = [*_clause_starts(words), len(words)]  # clause k is words[bounds[k]:bounds[k + 1]]
     first = max(k for k in range(len(bounds) - 1) if bounds[k] <= start)
     last = min(k for k in range(len(bounds) - 1) if bounds[k + 1] >= end)
-    lo, hi = bounds[first], bounds[last + 1]
-    if sum(map(len, words[lo:hi])) > budget:
+
+    def size(a: int, b: int) -> int:  # characters of clauses a..b
+        return sum(map(len, words[bounds[a]:bounds[b + 1]]))
+
+    if size(first, last) > budget:
         lo, hi = _word_window(words, start, end, budget)
-    else:
-        grew = True
-        while grew:
-            grew = False
-            for candidate in ((lo, bounds[bounds.index(hi) + 1]) if hi < len(words) else None,
-                              (bounds[bounds.index(lo) - 1], hi) if lo > 0 else None):
-                if candidate and sum(map(len, words[candidate[0]:candidate[1]])) <= budget:
-                    (lo, hi), grew = candidate, True
-                    break
+    else:  # add the next clause, else the previous one, while they fit
+        while True:
+            if last + 1 < len(bounds) - 1 and size(first, last + 1) <= budget:
+                last += 1
+            elif first > 0 and size(first - 1, last) <= budget:
+                first -= 1
+            else:
+                break
+        lo, hi = bounds[first], bounds[last + 1]
     text = "".join(words[lo:hi]).strip().rstrip(",;:-–—").rstrip()
     return f"{ELLIPSIS if lo > 0 else ''}{text}{ELLIPSIS if hi < len(words) else ''}".strip()
 
