@@ -1,7 +1,8 @@
 """LightRAG's own storage writers, back for a while: the insert benchmark's stock baseline runs with them.
 
-``fast_json`` and ``fast_graphml`` replace the writers process-wide at import and keep each original as
-``__wrapped__``; :func:`stock_storage_writers` puts the originals back for the duration of a ``with`` block.
+``fast_json``, ``fast_graphml`` and ``journaled_stores`` replace the writers (and the journal-replaying readers)
+process-wide at import and keep each original as ``__wrapped__``; :func:`stock_storage_writers` puts LightRAG's
+originals back for the duration of a ``with`` block.
 """
 
 from __future__ import annotations
@@ -9,18 +10,28 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 
+def _original(function):
+    while hasattr(function, "__wrapped__") and getattr(function, "__module__", "").startswith("lightrag_prism"):
+        function = function.__wrapped__
+    return function
+
+
 @contextmanager
 def stock_storage_writers():
-    from lightrag.kg import json_doc_status_impl, json_kv_impl, networkx_impl
+    from lightrag.kg import json_doc_status_impl, json_kv_impl, nano_vector_db_impl, networkx_impl
     from nano_vectordb import NanoVectorDB
 
-    graph_storage = networkx_impl.NetworkXStorage
+    graph_storage, vector_storage = networkx_impl.NetworkXStorage, nano_vector_db_impl.NanoVectorDBStorage
     patched = [(json_kv_impl, "write_json", json_kv_impl.write_json),
+               (json_kv_impl, "load_json", json_kv_impl.load_json),
                (json_doc_status_impl, "write_json", json_doc_status_impl.write_json),
                (NanoVectorDB, "save", NanoVectorDB.save), (NanoVectorDB, "get", NanoVectorDB.get),
-               (graph_storage, "write_nx_graph", graph_storage.__dict__["write_nx_graph"])]
+               (nano_vector_db_impl, "NanoVectorDB", nano_vector_db_impl.NanoVectorDB),
+               (vector_storage, "_save_to_disk_locked", vector_storage._save_to_disk_locked),
+               (graph_storage, "write_nx_graph", graph_storage.__dict__["write_nx_graph"]),
+               (graph_storage, "load_nx_graph", graph_storage.__dict__["load_nx_graph"])]
     for owner, name, current in patched:
-        original = getattr(current, "__func__", current).__wrapped__
+        original = _original(getattr(current, "__func__", current))
         setattr(owner, name, staticmethod(original) if isinstance(current, staticmethod) else original)
     try:
         yield

@@ -152,3 +152,13 @@ def hash_embedding_func(dim: int = 64) -> EmbeddingFunc:
         return out / np.where(norms == 0, 1.0, norms)
 
     return EmbeddingFunc(embedding_dim=dim, max_token_size=8192, func=embed, model_name=f"hash-bow-{dim}")
+
+
+def wrapper_chain(function) -> list:
+    """``function`` and every function it wraps (``__wrapped__``), outermost first: the plugin's patches of one
+    LightRAG writer stack (the journal's writer wraps the fast writer, which wraps LightRAG's)."""
+    chain = []
+    while function is not None:
+        chain.append(function)
+        function = getattr(function, "__wrapped__", None)
+    return chain

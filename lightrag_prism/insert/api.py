@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from functools import partial
 from typing import Any
@@ -15,7 +16,8 @@ from typing import Any
 from lightrag.base import DocStatus
 from lightrag.chunker.token_size import chunking_by_token_size
 
-from .. import patches
+from .. import journal, patches
+from ..patches.journaled_stores import register_files
 from .group_commit import PACED_MIN_PARALLEL, CommitPolicy, install_group_commit
 from .prefetch import install_prefetch
 from ..plugin_state import PluginState, plugin_state, register, unregister
@@ -136,10 +138,21 @@ def _check_threshold(threshold: float) -> float:
     return float(threshold)
 
 
+async def compact_journals(rag) -> None:
+    """At ``finalize_storages``: every journaled file rewritten whole (stock LightRAG can read the directory)."""
+    states = getattr(rag, "_prism_journaled", [])
+    rag._prism_journaled = []
+    for state in states:
+        await asyncio.to_thread(journal.compact, state)
+        journal.unregister(state.file_name)
+
+
 class InsertFeaturesMixin:
     last_merge_report: dict[str, Any] | None = None
 
     async def initialize_storages(self):
+        if self.incremental_writes:  # before the storages load their files: loading notes what is on disk
+            self._prism_journaled = register_files(self)
         await super().initialize_storages()
         await open_plugin_state(self)
         watch_graph_storage(self)
@@ -184,6 +197,7 @@ class InsertFeaturesMixin:
             await prefetch.close()
         await close_plugin_state(self)
         await super().finalize_storages()
+        await compact_journals(self)
 
     async def apipeline_process_enqueue_documents(self, *args, **kwargs):
         """LightRAG's pipeline run; with many documents in flight, storage flushes are paced (group commit). Then,

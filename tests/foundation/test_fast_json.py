@@ -13,6 +13,7 @@ import lightrag.kg.json_doc_status_impl as doc_status_impl
 import lightrag.kg.json_kv_impl as kv_impl
 import lightrag_prism  # noqa: F401  (installs the patches)
 from lightrag_prism.patches.fast_json import orjson_writer
+from tests.helpers import wrapper_chain
 
 STORE = {
     "doc-1": {"status": "processed", "chunks_list": ["chunk-a", "chunk-b"], "content_length": 1234,
@@ -36,7 +37,8 @@ def fast_bytes(obj, tmp_path, writer=None) -> bytes:
 
 def test_both_json_stores_use_the_orjson_writer():
     for module in (kv_impl, doc_status_impl):
-        assert module.write_json.__name__ == "write_json" and module.write_json._lightrag_prism_wrapped
+        assert any(getattr(f, "_lightrag_prism_wrapped", False) and f.__name__ == "write_json"
+                   for f in wrapper_chain(module.write_json))
 
 
 def test_same_bytes_as_lightrags_writer(tmp_path):

@@ -1,0 +1,344 @@
+"""Incremental persistence for LightRAG's whole-file stores: the changes of each flush appended to a journal.
+
+Why: ``NanoVectorDBStorage``, ``NetworkXStorage`` and ``JsonKVStorage`` rewrite their whole file on every flush.
+At 9,000 passages the vector stores, the GraphML and the plugin's vector cache are about 700 MB, rewritten once
+per flush round, so a small insert into a big index costs what the index costs, not what its passages cost.
+
+How: a flush of a journaled file appends, as one JSON line, what changed since the file's content on disk (the
+base file plus its journal), to ``<file>.prism-journal``. When the journal reaches half the base file's size (and
+at ``finalize_storages``) the file is compacted: rewritten whole, as LightRAG writes it, and the journal removed.
+Compaction happens after the base grew by half, so the bytes written stay proportional to what changed.
+
+* **Loading** a file replays its journal on top of it (every reader: LightRAG's load at start and its reload when
+  another process wrote, whether the instance is a PrismRAG or not).
+* **A stale journal** is never replayed: its first line names the base file it extends (inode, size, mtime), and
+  any whole rewrite (a compaction, or a writer that does not journal) replaces the base.
+* **A torn last line** (a crash during an append: that flush never returned, so nothing was acknowledged) is
+  dropped when the journal is read, and cut off before the next append.
+* **What changed** is found by comparing with the content on disk, kept per file (:class:`FileState`): vector rows
+  by identity (NanoVectorDB replaces a row's dict on upsert), graph attributes by value (networkx updates them in
+  place), KV values by identity (only for stores whose values are replaced, never mutated: the plugin's own).
+
+Only files a PrismRAG instance registers are journaled (``patches/journaled_stores.py``); in LightRAG's
+multi-process mode none are (its processes share JSON data through a manager, and reload whole files).
+A working dir is complete without its journals only after ``finalize_storages``; a process that crashed leaves
+journals the next PrismRAG start replays (stock LightRAG would not: open it with lightrag_prism once first).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import orjson
+
+JOURNAL_SUFFIX = ".prism-journal"
+COMPACT_RATIO = 0.5  # compact when the journal reaches this fraction of the base file
+MIN_COMPACT_BYTES = 1 << 20  # ... and at least this size: tiny stores are cheap to rewrite anyway
+FORMAT = 1
+
+
+def journal_path(file_name: str) -> str:
+    return file_name + JOURNAL_SUFFIX
+
+
+def base_identity(file_name: str) -> list[int] | None:
+    """What names one version of the base file: a whole rewrite (``os.replace``) changes it."""
+    try:
+        stat = os.stat(file_name)
+    except FileNotFoundError:
+        return None
+    return [stat.st_ino, stat.st_size, stat.st_mtime_ns]
+
+
+def read_journal(file_name: str) -> list[dict]:
+    """The change records of ``file_name``'s journal, oldest first; ``[]`` if it has none or it is stale (then
+    removed). A torn last line is dropped and cut off the file."""
+    path = journal_path(file_name)
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except FileNotFoundError:
+        return []
+    lines = raw.split(b"\n")
+    complete, torn = lines[:-1], lines[-1]
+    try:
+        header = orjson.loads(complete[0]) if complete else None
+    except orjson.JSONDecodeError:
+        header = None
+    if not header or header.get("prism_journal") != FORMAT or header.get("base") != base_identity(file_name):
+        remove_journal(file_name)
+        return []
+    if torn:
+        with open(path, "r+b") as handle:
+            handle.truncate(len(raw) - len(torn))
+    return [orjson.loads(line) for line in complete[1:]]
+
+
+def append_record(file_name: str, record: dict) -> int:
+    """Append one change record (creating the journal against the current base); returns the journal's size."""
+    path = journal_path(file_name)
+    line = orjson.dumps(record, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+    if not os.path.exists(path):
+        header = orjson.dumps({"prism_journal": FORMAT, "base": base_identity(file_name)}) + b"\n"
+        line = header + line
+    with open(path, "ab") as handle:
+        handle.write(line)
+        return handle.tell()
+
+
+def remove_journal(file_name: str) -> None:
+    try:
+        os.remove(journal_path(file_name))
+    except FileNotFoundError:
+        pass
+
+
+def should_compact(file_name: str, journal_bytes: int) -> bool:
+    try:
+        base = os.path.getsize(file_name)
+    except FileNotFoundError:
+        return True
+    return journal_bytes >= max(MIN_COMPACT_BYTES, COMPACT_RATIO * base)
+
+
+# --- what changed, and replaying it: one small class per kind of store ---------------------------------------------
+
+class KVKind:
+    """A JSON KV store's dict; values compared by identity (for stores whose values are replaced, not mutated)."""
+
+    @staticmethod
+    def content(data: dict) -> dict:
+        return dict(data)
+
+    @staticmethod
+    def changes(saved: dict, data: dict) -> dict | None:
+        upserts = {key: value for key, value in data.items() if saved.get(key, _MISSING) is not value}
+        deletes = [key for key in saved if key not in data]
+        return {"u": upserts, "d": deletes} if upserts or deletes else None
+
+    @staticmethod
+    def apply(data: dict, record: dict) -> None:
+        for key in record.get("d", ()):
+            data.pop(key, None)
+        data.update(record.get("u", {}))
+
+    advance = apply
+
+
+class RowsKind:
+    """A NanoVectorDB storage dict (``data`` rows, ``matrix``); rows compared by identity, since NanoVectorDB
+    replaces a row's dict on upsert. A record: ``{"u": [[row, base64 float32 vector]], "d": [id]}``."""
+
+    def __init__(self, id_field: str):
+        self.id_field = id_field
+
+    def content(self, storage: dict) -> dict:
+        return {row[self.id_field]: row for row in storage["data"]}
+
+    def changes(self, saved: dict, storage: dict) -> dict | None:
+        rows, matrix, id_field = storage["data"], storage["matrix"], self.id_field
+        upserts = [[row, _b64(matrix[i])] for i, row in enumerate(rows) if saved.get(row[id_field]) is not row]
+        present = {row[id_field] for row in rows}
+        deletes = [key for key in saved if key not in present]
+        return {"u": upserts, "d": deletes} if upserts or deletes else None
+
+    def advance(self, saved: dict, record: dict) -> None:
+        for key in record["d"]:
+            saved.pop(key, None)
+        for row, _ in record["u"]:
+            saved[row[self.id_field]] = row
+
+    def apply(self, storage: dict, record: dict) -> None:
+        """Replay in place. Vectors are normalised as NanoVectorDB normalises every row it loads, so a replayed
+        row equals the row a whole rewrite would load, to the bit."""
+        id_field = self.id_field
+        deleted = set(record.get("d", ()))
+        if deleted:
+            keep = [i for i, row in enumerate(storage["data"]) if row[id_field] not in deleted]
+            storage["data"] = [storage["data"][i] for i in keep]
+            storage["matrix"] = storage["matrix"][keep]
+        upserts = record.get("u", ())
+        if not upserts:
+            return
+        vectors = unit_rows(np.stack([np.frombuffer(base64.b64decode(v), dtype=np.float32) for _, v in upserts]))
+        position = {row[id_field]: i for i, row in enumerate(storage["data"])}
+        new_rows: dict = {}  # id -> index into upserts, first-seen order; a later upsert of an id wins
+        for j, (row, _) in enumerate(upserts):
+            i = position.get(row[id_field])
+            if i is None:
+                new_rows[row[id_field]] = j
+            else:
+                storage["data"][i] = row
+                storage["matrix"][i] = vectors[j]
+        if new_rows:
+            storage["data"].extend(upserts[j][0] for j in new_rows.values())
+            storage["matrix"] = np.vstack([storage["matrix"].reshape(-1, vectors.shape[1]),
+                                           vectors[list(new_rows.values())]])
+
+
+def unit_rows(matrix: np.ndarray) -> np.ndarray:
+    """NanoVectorDB's ``normalize`` (the same expression, so the same bits)."""
+    return matrix / np.linalg.norm(matrix, axis=-1, keepdims=True)
+
+
+class GraphKind:
+    """An undirected networkx graph; attributes compared by value (networkx updates them in place). A record:
+    ``{"nu": [[node, attrs]], "nd": [node], "eu": [[u, v, attrs]], "ed": [[u, v]]}``."""
+
+    @staticmethod
+    def content(graph) -> tuple[dict, dict]:
+        nodes = {node: dict(attrs) for node, attrs in graph.nodes(data=True)}
+        edges = {edge_key(u, v): dict(attrs) for u, v, attrs in graph.edges(data=True)}
+        return nodes, edges
+
+    @staticmethod
+    def changes(saved: tuple[dict, dict], graph) -> dict | None:
+        saved_nodes, saved_edges = saved
+        node_upserts = [[node, attrs] for node, attrs in graph.nodes(data=True) if saved_nodes.get(node) != attrs]
+        node_deletes = [node for node in saved_nodes if node not in graph]
+        edge_upserts = [[u, v, attrs] for u, v, attrs in graph.edges(data=True)
+                        if saved_edges.get(edge_key(u, v)) != attrs]
+        edge_deletes = [list(key) for key in saved_edges if not graph.has_edge(*key)]
+        if not (node_upserts or node_deletes or edge_upserts or edge_deletes):
+            return None
+        return {"nu": node_upserts, "nd": node_deletes, "eu": edge_upserts, "ed": edge_deletes}
+
+    @staticmethod
+    def advance(saved: tuple[dict, dict], record: dict) -> None:
+        saved_nodes, saved_edges = saved
+        gone = set(record["nd"])
+        for node in gone:
+            saved_nodes.pop(node, None)
+        if gone:  # removing a node removes its edges
+            for key in [key for key in saved_edges if key[0] in gone or key[1] in gone]:
+                del saved_edges[key]
+        for u, v in record["ed"]:
+            saved_edges.pop(edge_key(u, v), None)
+        saved_nodes.update((node, dict(attrs)) for node, attrs in record["nu"])
+        saved_edges.update((edge_key(u, v), dict(attrs)) for u, v, attrs in record["eu"])
+
+    @staticmethod
+    def apply(graph, record: dict) -> None:
+        graph.remove_nodes_from(record.get("nd", ()))
+        graph.remove_edges_from([tuple(edge) for edge in record.get("ed", ())])
+        for node, attrs in record.get("nu", ()):
+            if node in graph:
+                graph.nodes[node].clear()
+            graph.add_node(node, **attrs)
+        for u, v, attrs in record.get("eu", ()):
+            if graph.has_edge(u, v):
+                graph.edges[u, v].clear()
+            graph.add_edge(u, v, **attrs)
+
+
+def edge_key(u, v) -> tuple:
+    return (u, v) if u <= v else (v, u)
+
+
+def _b64(vector: np.ndarray) -> str:
+    return base64.b64encode(np.ascontiguousarray(vector, dtype=np.float32).tobytes()).decode()
+
+
+_MISSING = object()
+
+
+# --- per-file state -----------------------------------------------------------------------------------------------
+
+@dataclass
+class FileState:
+    """One journaled file: its content on disk as this process last read or wrote it (``saved``, in the form of
+    its kind's ``content``), and how to rewrite it whole from the last content flushed (``compact``)."""
+
+    file_name: str
+    saved: Any = None  # None until read or written through this state: the first flush then rewrites the file
+    journal_bytes: int = 0
+    base: list[int] | None = None  # identity of the base file the journal extends
+    compact: Callable[[], None] | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    appends: int = 0
+    rewrites: int = 0
+
+
+_FILES: dict[str, FileState] = {}
+_FILES_LOCK = threading.Lock()
+
+
+def register(file_name: str) -> FileState:
+    """Journal ``file_name`` from now on (idempotent)."""
+    key = os.path.abspath(file_name)
+    with _FILES_LOCK:
+        return _FILES.setdefault(key, FileState(key))
+
+
+def registered(file_name: str) -> FileState | None:
+    return _FILES.get(os.path.abspath(file_name))
+
+
+def unregister(file_name: str) -> None:
+    with _FILES_LOCK:
+        _FILES.pop(os.path.abspath(file_name), None)
+
+
+def replay(file_name: str, kind, obj) -> Any:
+    """After loading ``file_name`` into ``obj``: apply its journal, and note the content if it is journaled."""
+    for record in read_journal(file_name):
+        kind.apply(obj, record)
+    state = registered(file_name)
+    if state is not None:
+        adopt(state, kind, obj)
+    return obj
+
+
+def adopt(state: FileState, kind, obj) -> None:
+    """Note ``obj`` (just loaded from the file and its journal) as the file's content on disk."""
+    with state.lock:
+        state.saved = kind.content(obj)
+        state.base = base_identity(state.file_name)
+        state.journal_bytes = _size(journal_path(state.file_name))
+
+
+def flush(state: FileState, kind, obj, whole: Callable[[], None]) -> None:
+    """Persist ``obj`` to ``state``'s file: append what changed, or rewrite it whole (``whole()``) when the state
+    has no saved content yet, the base file is missing, or the journal is due for compaction."""
+    with state.lock:
+        state.compact = whole
+        if state.saved is None or state.base != base_identity(state.file_name) \
+                or should_compact(state.file_name, state.journal_bytes):  # no content, or the base was replaced
+            _rewrite(state, whole)
+            state.saved = kind.content(obj)
+            return
+        record = kind.changes(state.saved, obj)
+        if record is None:
+            return
+        state.journal_bytes = append_record(state.file_name, record)
+        state.appends += 1
+        kind.advance(state.saved, record)
+
+
+def compact(state: FileState) -> bool:
+    """Rewrite the file whole if it has a journal (at ``finalize_storages``); True if it did."""
+    with state.lock:
+        if state.compact is None or not os.path.exists(journal_path(state.file_name)):
+            return False
+        _rewrite(state, state.compact)
+        return True
+
+
+def _rewrite(state: FileState, whole: Callable[[], None]) -> None:
+    whole()
+    remove_journal(state.file_name)
+    state.base = base_identity(state.file_name)
+    state.journal_bytes = 0
+    state.rewrites += 1
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except FileNotFoundError:
+        return 0

@@ -1,0 +1,215 @@
+"""Journaled file stores (lightrag_prism/journal.py, patches/journaled_stores.py).
+
+Each kind of store is driven through random upserts and deletes, flushed through the journal after every step;
+reading the file back (base + journal, through LightRAG's own loaders as patched) must give exactly the live
+content, and so must LightRAG's unpatched reader after a compaction. Plus: stale and torn journals, the
+compaction threshold, and a PrismRAG insert whose stores are journaled until ``finalize_storages``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+
+import networkx as nx
+import numpy as np
+import pytest
+from lightrag.kg import json_kv_impl, nano_vector_db_impl, networkx_impl
+from nano_vectordb import NanoVectorDB as StockNanoVectorDB
+
+from lightrag_prism import journal
+from lightrag_prism.patches.fast_graphml import write_graphml
+from tests.helpers import hash_embedding_func
+
+DIM = 8
+
+
+@pytest.fixture
+def registered(tmp_path):
+    names = []
+
+    def register(name: str) -> journal.FileState:
+        path = str(tmp_path / name)
+        names.append(path)
+        return journal.register(path)
+
+    yield register
+    for name in names:
+        journal.unregister(name)
+
+
+def write_kv(data: dict, path: str) -> None:
+    with open(path, "w") as handle:
+        json.dump(data, handle)
+
+
+def test_kv_store_read_back_equals_the_live_dict_after_every_flush(registered, tmp_path):
+    rng = random.Random(1)
+    state = registered("kv.json")
+    live: dict = {}
+    for step in range(60):
+        for _ in range(rng.randint(1, 5)):
+            key = f"k{rng.randint(0, 30)}"
+            if rng.random() < 0.3:
+                live.pop(key, None)
+            else:
+                live[key] = {"v": rng.random(), "step": step}  # values replaced, never mutated
+        snapshot = dict(live)
+        journal.flush(state, journal.KVKind, snapshot, lambda s=snapshot: write_kv(s, state.file_name))
+        assert json_kv_impl.load_json(state.file_name) == live
+    assert state.appends > 0 and state.rewrites >= 1
+    assert os.path.exists(journal.journal_path(state.file_name))
+    assert journal.compact(state)
+    assert not os.path.exists(journal.journal_path(state.file_name))
+    with open(state.file_name) as handle:
+        assert json.load(handle) == live  # the plain file alone
+
+
+def nano_rows(db) -> tuple[list[dict], np.ndarray]:
+    storage = db._NanoVectorDB__storage
+    return [dict(row) for row in storage["data"]], storage["matrix"].copy()
+
+
+def test_vector_store_read_back_equals_a_whole_rewrite_read_back_bit_for_bit(registered, tmp_path):
+    rng = np.random.default_rng(2)
+    state = registered("vdb.json")
+    live = nano_vector_db_impl.NanoVectorDB(DIM, storage_file=state.file_name)
+    storage = live._NanoVectorDB__storage
+    kind = type(live).rows_kind
+    journal.adopt(state, kind, storage)
+
+    def whole():
+        live.save()
+
+    for step in range(40):
+        ids = [f"id{i}" for i in rng.integers(0, 50, size=rng.integers(1, 6))]
+        live.upsert([{"__id__": i, "__vector__": rng.standard_normal(DIM), "content": f"{i}@{step}"} for i in ids])
+        if step % 3 == 0:
+            live.delete([f"id{i}" for i in rng.integers(0, 50, size=3)])
+        journal.flush(state, kind, storage, whole)
+        rows, matrix = nano_rows(nano_vector_db_impl.NanoVectorDB(DIM, storage_file=state.file_name))
+        # The reference: the live store saved whole and read by nano-vectordb itself (which normalises on load).
+        path, live.storage_file = live.storage_file, str(tmp_path / "whole.json")
+        live.save()
+        live.storage_file = path
+        ref_rows, ref_matrix = nano_rows(StockNanoVectorDB(DIM, storage_file=str(tmp_path / "whole.json")))
+        by_id = {row["__id__"]: (row, matrix[i]) for i, row in enumerate(rows)}
+        assert len(rows) == len(ref_rows)
+        for i, row in enumerate(ref_rows):
+            assert by_id[row["__id__"]][0] == row
+            assert np.array_equal(by_id[row["__id__"]][1], ref_matrix[i])
+    assert state.appends > 0
+    assert journal.compact(state)
+    stock_rows, _ = nano_rows(StockNanoVectorDB(DIM, storage_file=state.file_name))
+    assert sorted(r["__id__"] for r in stock_rows) == sorted(r["__id__"] for r in nano_rows(live)[0])
+
+
+def graph_content(graph) -> tuple[dict, dict]:
+    return journal.GraphKind.content(graph)
+
+
+def test_graph_read_back_equals_the_live_graph_after_every_flush(registered):
+    rng = random.Random(3)
+    state = registered("g.graphml")
+    live = nx.Graph()
+    for step in range(50):
+        for _ in range(rng.randint(1, 6)):
+            a, b = f"n{rng.randint(0, 25)}", f"n{rng.randint(0, 25)}"
+            roll = rng.random()
+            if roll < 0.15 and a in live:
+                live.remove_node(a)
+            elif roll < 0.25 and live.has_edge(a, b):
+                live.remove_edge(a, b)
+            elif roll < 0.35 and a in live and "extra" in live.nodes[a]:
+                del live.nodes[a]["extra"]  # an attribute removed in place
+            elif a != b:
+                live.add_node(a, description=f"{a}@{step}", extra=step)
+                live.add_node(b, description=f"{b}@{step}")
+                live.add_edge(a, b, weight=float(step), keywords=f"{a}-{b}")
+        journal.flush(state, journal.GraphKind, live, lambda: write_graphml(live, state.file_name))
+        assert graph_content(networkx_impl.NetworkXStorage.load_nx_graph(state.file_name)) == graph_content(live)
+    assert state.appends > 0
+    assert journal.compact(state)
+    assert graph_content(nx.read_graphml(state.file_name)) == graph_content(live)
+
+
+def test_a_journal_is_never_replayed_over_a_base_rewritten_after_it(registered):
+    state = registered("kv.json")
+    data = {"a": {"v": 1}}
+    journal.flush(state, journal.KVKind, dict(data), lambda: write_kv(data, state.file_name))
+    data = {"a": {"v": 2}, "b": {"v": 3}}
+    journal.flush(state, journal.KVKind, dict(data), lambda: write_kv(data, state.file_name))
+    assert os.path.exists(journal.journal_path(state.file_name))
+    # A writer that does not journal replaces the base (an unregistered instance, or stock LightRAG).
+    os.replace(write_temp(state.file_name, {"a": {"v": 9}}), state.file_name)
+    assert json_kv_impl.load_json(state.file_name) == {"a": {"v": 9}}
+    assert not os.path.exists(journal.journal_path(state.file_name))
+
+
+def write_temp(path: str, data: dict) -> str:
+    tmp = path + ".tmp"
+    write_kv(data, tmp)
+    return tmp
+
+
+def test_a_torn_last_line_is_dropped_and_cut_before_the_next_append(registered):
+    state = registered("kv.json")
+    data = {"a": {"v": 1}}
+    journal.flush(state, journal.KVKind, dict(data), lambda: write_kv(data, state.file_name))
+    data = {"a": {"v": 1}, "b": {"v": 2}}
+    journal.flush(state, journal.KVKind, dict(data), lambda: write_kv(data, state.file_name))
+    with open(journal.journal_path(state.file_name), "ab") as handle:
+        handle.write(b'{"u": {"c": {"v"')  # a crash in the middle of an append
+    assert json_kv_impl.load_json(state.file_name) == data  # replay adopts the state and cuts the tail
+    data = {"a": {"v": 1}, "b": {"v": 2}, "d": {"v": 4}}
+    journal.flush(state, journal.KVKind, dict(data), lambda: write_kv(data, state.file_name))
+    assert json_kv_impl.load_json(state.file_name) == data
+
+
+def test_the_journal_is_compacted_once_it_reaches_half_the_base(registered, monkeypatch):
+    monkeypatch.setattr(journal, "MIN_COMPACT_BYTES", 0)
+    state = registered("kv.json")
+    data = {f"k{i}": {"v": "x" * 100} for i in range(100)}  # ~12 KB base
+    journal.flush(state, journal.KVKind, dict(data), lambda: write_kv(data, state.file_name))
+    record = 150  # bytes of one step's journal line, about
+    for step in range(200):
+        data = dict(data, **{f"new{step}": {"v": "y" * 100}})
+        snapshot = dict(data)
+        journal.flush(state, journal.KVKind, snapshot, lambda s=snapshot: write_kv(s, state.file_name))
+        assert state.journal_bytes <= journal.COMPACT_RATIO * os.path.getsize(state.file_name) + record
+    assert state.rewrites >= 3  # 12 KB -> 18 KB -> 27 KB -> ...
+    assert json_kv_impl.load_json(state.file_name) == data
+
+
+def test_a_prism_insert_is_journaled_until_finalize_and_reads_back_equal(tmp_path):
+    from lightrag_prism import PrismRAG
+
+    async def run():
+        rag = PrismRAG(working_dir=str(tmp_path), workspace="j", embedding_func=hash_embedding_func())
+        await rag.initialize_storages()
+        texts = [f"Ada Finch{i} founded Harbour Mill{i} in Lyon. The mill{i} sells bread to Vexholm." for i in range(6)]
+        await rag.ainsert(texts[:3], ids=["a", "b", "c"])
+        await rag.ainsert(texts[3:], ids=["d", "e", "f"])  # the second run's flushes append
+        await rag.adelete_by_doc_id("b")
+        workdir = tmp_path / "j"
+        journals = sorted(p.name for p in workdir.glob("*" + journal.JOURNAL_SUFFIX))
+        assert "vdb_entities.json" + journal.JOURNAL_SUFFIX in journals
+        assert "graph_chunk_entity_relation.graphml" + journal.JOURNAL_SUFFIX in journals
+        graph_file = str(workdir / "graph_chunk_entity_relation.graphml")
+        live_graph = rag.chunk_entity_relation_graph._graph
+        assert graph_content(networkx_impl.NetworkXStorage.load_nx_graph(graph_file)) == graph_content(live_graph)
+        chunks_file = str(workdir / "vdb_chunks.json")
+        read = sorted(r["__id__"] for r in nano_rows(nano_vector_db_impl.NanoVectorDB(
+            rag.embedding_func.embedding_dim, storage_file=chunks_file))[0])
+        assert read == sorted(r["__id__"] for r in nano_rows(rag.chunks_vdb._client)[0])
+        await rag.finalize_storages()
+        assert list(workdir.glob("*" + journal.JOURNAL_SUFFIX)) == []
+        assert graph_content(nx.read_graphml(graph_file)) == graph_content(live_graph)  # stock reader, base alone
+        stock = sorted(r["__id__"] for r in nano_rows(StockNanoVectorDB(rag.embedding_func.embedding_dim,
+                                                                        storage_file=chunks_file))[0])
+        assert stock == read
+        assert journal.registered(graph_file) is None
+
+    asyncio.run(run())
