@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..graph import personalized_pagerank, transition_matrix
+from ..graph import personalized_pagerank, symmetric_transition
 from ..snapshot import GraphSnapshot
 
 NUM_CHUNKS_KEY = "prism_entity_num_chunks"
@@ -91,6 +91,7 @@ class PassageGraph:
     static_weight: np.ndarray  # synonym + entity-passage weight of each entry
     fact_weight: np.ndarray  # co-occurrence weight of the fact edge at each entry (0: none)
     edge_of: np.ndarray  # the fact edge of each entry (meaningful where fact_weight > 0)
+    entry_rows: np.ndarray  # the row of each entry (the per-query transition needs it)
 
     @property
     def size(self) -> int:
@@ -119,7 +120,7 @@ def build_passage_graph(snap: GraphSnapshot, synonyms: sp.csr_matrix, incidence:
     edge_of[inverse[:fact.nnz]] = snap.entry_edge  # tocoo keeps CSR entry order, so entry_edge lines up
     indptr = np.concatenate([[0], np.cumsum(np.bincount(keys // size, minlength=size))])
     return PassageGraph(n, indptr, keys % size, np.bincount(inverse, static_part, keys.size),
-                        np.bincount(inverse, fact_part, keys.size), edge_of)
+                        np.bincount(inverse, fact_part, keys.size), edge_of, keys // size)
 
 
 def passage_personalization(dense: np.ndarray, weight: float, head: int, head_mass: float) -> np.ndarray:
@@ -141,6 +142,6 @@ def passage_ppr(graph: PassageGraph, entity_weights: np.ndarray, passage_weights
                 edge_factor: np.ndarray, damping: float) -> tuple[np.ndarray, np.ndarray]:
     """PPR over the passage graph with query-scaled fact edges: (entity scores (N,), passage scores (P,))."""
     personalization = np.concatenate([entity_weights, passage_weights])
-    transition = transition_matrix(graph.adjacency(edge_factor), symmetric=True)
+    transition = symmetric_transition(graph.adjacency(edge_factor), graph.entry_rows)
     scores = personalized_pagerank(transition, personalization, damping=damping)
     return scores[:graph.n_entities], scores[graph.n_entities:]

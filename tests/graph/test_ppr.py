@@ -8,8 +8,10 @@ from lightrag_prism.graph.ppr import (
     edge_reweighted,
     personalized_pagerank,
     personalized_pagerank_batch,
+    symmetric_transition,
     transition_matrix,
 )
+from lightrag_prism.graph.ppr_cg import normalized_adjacency
 from tests.graph._graphs import to_csr, weighted_graph
 
 
@@ -57,6 +59,22 @@ def test_symmetric_transition_equals_the_transposed_build(seed):
     general, fast = transition_matrix(a), transition_matrix(a, symmetric=True)
     np.testing.assert_allclose(fast.pt.toarray(), general.pt.toarray(), atol=1e-15)
     np.testing.assert_array_equal(fast.dangling, general.dangling)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_one_pass_symmetric_transition_equals_the_general_build_and_its_ppr(seed):
+    a = to_csr(weighted_graph("ba", 200, seed, n_isolated=4))
+    a.sort_indices()
+    reference, fast = transition_matrix(a, symmetric=True), symmetric_transition(a)
+    np.testing.assert_allclose(fast.pt.toarray(), reference.pt.toarray(), atol=1e-15)
+    np.testing.assert_array_equal(fast.dangling, reference.dangling)
+    np.testing.assert_allclose(fast.out_weight, reference.out_weight, rtol=1e-14)
+    np.testing.assert_allclose(fast.cache[("normalized",)].toarray(),
+                               normalized_adjacency(reference.pt, reference.out_weight).toarray(), atol=1e-15)
+    g = weighted_graph("ba", 200, seed, n_isolated=4)
+    p = np.zeros(a.shape[0])
+    p[[1, 5, 9]] = 1.0
+    assert np.abs(personalized_pagerank(fast, p) - _nx_ppr(g, p, 0.85)).sum() <= 1e-6
 
 
 def test_negative_weight_raises():

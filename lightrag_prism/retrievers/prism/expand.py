@@ -29,7 +29,7 @@ from ...graph import (
     path_to_seed,
     personalized_pagerank,
     reciprocal_rank_fusion,
-    transition_matrix,
+    symmetric_transition,
 )
 from ...snapshot import GraphSnapshot
 from ...vectors import entity_and_relation_matrices, entity_matrix
@@ -110,7 +110,14 @@ def ppr_scores(snap: GraphSnapshot, seeds, weights, rel_sim, damping: float, flo
     adj = edge_reweighted(snap.adj, edge_factor(rel_sim, floor)[snap.entry_edge])
     p = np.zeros(snap.num_nodes)
     p[seeds] = weights
-    return personalized_pagerank(transition_matrix(adj, symmetric=True), p, damping=damping)
+    return personalized_pagerank(symmetric_transition(adj, entry_rows(snap)), p, damping=damping)
+
+
+def entry_rows(snap: GraphSnapshot) -> np.ndarray:
+    """The row of each stored entry of ``snap.adj`` (cached on the snapshot)."""
+    if "adj_entry_rows" not in snap.derived:
+        snap.derived["adj_entry_rows"] = np.repeat(np.arange(snap.num_nodes), np.diff(snap.adj.indptr))
+    return snap.derived["adj_entry_rows"]
 
 
 @dataclass(frozen=True)
