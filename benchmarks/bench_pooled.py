@@ -37,6 +37,9 @@ from lightrag_prism.eval.datasets import Dataset, load_2wiki_corpus  # noqa: E40
 from lightrag_prism.eval.index import long_passages  # noqa: E402
 from lightrag_prism.eval.metrics import recall_at_ks  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _common import ResourceMonitor  # noqa: E402
+
 SETS = ("musique", "hotpotqa")
 DEFAULT_MODES = "naive,prism,hipporag,fidelis,mix"
 
@@ -80,6 +83,11 @@ async def score(rag, dataset: Dataset, modes: list[str], samples: int) -> tuple[
     return rows, questions
 
 
+def build_line(resources: dict) -> str:
+    return (f"peak RSS {resources['peak_rss_mb']} MB (with the embedder worker), {resources['cores_busy']} cores "
+            f"busy on average over {resources['wall_seconds']} s")
+
+
 def table(title: str, rows: dict) -> str:
     lines = [f"\n{title}\n", "| mode | R@1 | R@2 | R@5 | R@10 | R@2 - naive (95% CI) | R@5 - naive (95% CI) | "
              "median ms | p95 ms |", "|---|---|---|---|---|---|---|---|---|"]
@@ -97,17 +105,23 @@ async def run(args) -> dict:
     modes = [m for m in args.modes.split(",") if m]
     work = Path(args.working_dir)
     report = {"corpus": pooled.name, "passages": len(pooled.passages), "modes": modes, "sets": {}}
-    start = time.perf_counter()
-    rag = await open_index(pooled, work / f"{pooled.name}-{len(pooled.passages)}", text_only=not args.openie)
+    start, batches = time.perf_counter(), []
+    with ResourceMonitor() as build:
+        rag = await open_index(pooled, work / f"{pooled.name}-{len(pooled.passages)}", text_only=not args.openie,
+                               batch_seconds=batches)
     report["build_seconds"] = round(time.perf_counter() - start, 1)
+    report["build_resources"] = build.report()  # the build process and its embedder worker
+    report["batch_seconds"] = batches  # ainsert batches of 500 passages, in order (none when reused)
     report["chunk_token_size"] = rag.chunk_token_size
     report["index"] = await index_stats(rag, report["build_seconds"])
     report["long_passages"] = long_passages(pooled, rag.tokenizer, DEFAULT_CHUNK_TOKENS)
     rankings = {}
     try:
-        for name, dataset in sets.items():
-            rows, rankings[name] = await score(rag, dataset, modes, args.bootstrap)
-            report["sets"][name] = {"pooled": rows}
+        with ResourceMonitor() as querying:
+            for name, dataset in sets.items():
+                rows, rankings[name] = await score(rag, dataset, modes, args.bootstrap)
+                report["sets"][name] = {"pooled": rows}
+        report["query_resources"] = querying.report()
     finally:
         await rag.finalize_storages()
     if args.single_sets:
@@ -126,6 +140,10 @@ async def run(args) -> dict:
     text = [f"{pooled.name}: {len(pooled.passages)} passages, built in {report['build_seconds']} s "
             f"(0 when reused); chunk_token_size {rag.chunk_token_size}; {report['index']['entities']} entities, "
             f"{report['index']['relations']} relations"]
+    if batches:
+        text.append(f"batches of 500: first {batches[0]} s, last {batches[-1]} s "
+                    f"({batches[-1] / batches[0]:.2f}x); build {build_line(report['build_resources'])}")
+    text.append(f"querying: {build_line(report['query_resources'])}")
     for name, result in report["sets"].items():
         for where, rows in result.items():
             text.append(table(f"{name} ({len(sets[name].questions)} questions), {where} index", rows))

@@ -48,7 +48,7 @@ def load_dataset(name: str, n_questions: int | None) -> Dataset:
 
 
 async def open_index(dataset: Dataset, working_dir: Path, embedding_func=None, progress: bool = True,
-                     text_only: bool = False, query_runtime: str = "numpy"):
+                     text_only: bool = False, query_runtime: str = "numpy", batch_seconds: list | None = None):
     """A PrismRAG over ``working_dir`` holding every passage of ``dataset`` (built on first use, then reused).
 
     The graph replays the dataset's OpenIE triples when it has them, unless ``text_only``: then, as for any
@@ -71,7 +71,7 @@ async def open_index(dataset: Dataset, working_dir: Path, embedding_func=None, p
         chunk_token_size=max([DEFAULT_CHUNK_TOKENS] + [n for _, n in long]),
     )
     await rag.initialize_storages()
-    await index_passages(rag, dataset, progress=progress)
+    await index_passages(rag, dataset, progress=progress, batch_seconds=batch_seconds)
     return rag
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections import defaultdict
 
 from ..backends.offline_llm import COMPLETE, FENCED_INPUT, TUPLE_DELIMITER, offline_llm_complete
@@ -65,17 +66,22 @@ def openie_replay_llm(dataset: Dataset):
     return replay
 
 
-async def index_passages(rag, dataset: Dataset, batch_size: int = 500, progress: bool = True) -> int:
-    """Insert the dataset's passages that the instance does not hold yet; returns how many were inserted."""
+async def index_passages(rag, dataset: Dataset, batch_size: int = 500, progress: bool = True,
+                         batch_seconds: list[float] | None = None) -> int:
+    """Insert the dataset's passages that the instance does not hold yet; returns how many were inserted. The
+    seconds each batch took are appended to ``batch_seconds`` if given."""
     ids = [f"{dataset.name}-{p.id}" for p in dataset.passages]
     present = await rag.full_docs.get_by_ids(ids)
     todo = [(doc_id, p) for doc_id, p, have in zip(ids, dataset.passages, present) if not have]
     async with insert_progress(rag, len(todo), f"indexing {dataset.name}", unit="passage", disable=not progress):
         for start in range(0, len(todo), batch_size):
             batch = todo[start:start + batch_size]
+            started = time.perf_counter()
             await rag.ainsert([p.content for _, p in batch], split_by_character=PASSAGE_SEPARATOR,
                               split_by_character_only=True, ids=[doc_id for doc_id, _ in batch],
                               file_paths=[f"{dataset.name}/{p.id}" for _, p in batch])
+            if batch_seconds is not None:
+                batch_seconds.append(round(time.perf_counter() - started, 1))
     return len(todo)
 
 
