@@ -15,7 +15,9 @@ A lone caller waits for nothing.
 much of the GIL) for the whole write, so flushes run back to back would leave documents no time to reach the next
 one, and each flush would serve one document. While a pipeline run keeps many documents in flight
 (:meth:`CommitPolicy.bulk`), each storage flushes at most once per *round* of ``max(min_gap, pace x S)`` seconds,
-where ``S`` is the sum of the latest flush durations of all the instance's storages. So:
+where ``S`` is the time the latest flushes of all the instance's storages took together (the union of their
+intervals: they queue on LightRAG's one storage thread, so summing their durations counted the queueing many times
+over, and rounds of a 9,000-passage index stretched to minutes with every core idle). So:
 
 * all flushes together take at most ``1 / pace`` of the time, whatever the stores' sizes (pacing each store by its
   own duration bounds each store, not their sum: twelve stores each flushing a fifth of the time saturated the
@@ -63,7 +65,7 @@ class CommitPolicy:
             raise ValueError(f"pace and min_gap must be >= 0, got {pace}, {min_gap}")
         self.pace, self.min_gap = pace, min_gap
         self._bulk_runs = 0
-        self._durations: dict[int, float] = {}  # latest flush duration of each GroupFlush
+        self._latest: dict[int, tuple[float, float]] = {}  # (start, end) of each GroupFlush's latest flush
 
     @contextmanager
     def bulk(self, active: bool = True) -> Iterator[None]:
@@ -74,12 +76,16 @@ class CommitPolicy:
         finally:
             self._bulk_runs -= int(active)
 
-    def record(self, group: "GroupFlush", duration: float) -> None:
-        self._durations[id(group)] = duration
+    def record(self, group: "GroupFlush", end: float, work: float) -> None:
+        """``group``'s latest flush ended at ``end`` after ``work`` seconds of its own (embedding waits excluded)."""
+        self._latest[id(group)] = (end - work, end)
 
     def round_seconds(self) -> float:
-        """How long a storage waits after its previous flush ended before the next (0 outside bulk runs)."""
-        return max(self.min_gap, self.pace * sum(self._durations.values())) if self._bulk_runs else 0.0
+        """How long a storage waits after its previous flush ended before the next (0 outside bulk runs): ``pace``
+        times the time the latest flushes took together. Their union, not their sum: the storages' flushes queue on
+        LightRAG's one storage thread, so each flush's own duration includes the others' it waited behind."""
+        return max(self.min_gap, self.pace * covered_seconds(list(self._latest.values()))) if self._bulk_runs \
+            else 0.0
 
 
 class GroupFlush:
@@ -129,7 +135,7 @@ class GroupFlush:
             finally:
                 EMBEDDING_WAITS.reset(token)
                 self._last_end = time.monotonic()
-                self.policy.record(self, self._last_end - start - covered_seconds(waits))
+                self.policy.record(self, self._last_end, self._last_end - start - covered_seconds(waits))
                 self.flush_seconds += self._last_end - start
 
 

@@ -121,11 +121,12 @@ async def test_group_flush_errors_reach_every_caller_of_that_flush():
     assert all(isinstance(r, OSError) for r in results)
 
 
-async def test_bulk_runs_pace_every_store_by_the_sum_of_flush_times_and_single_runs_are_not_delayed():
+async def test_bulk_runs_pace_every_store_by_the_flush_time_of_all_and_single_runs_are_not_delayed():
     policy = CommitPolicy(pace=2.0, min_gap=0.0)
     small, big = SlowStore(seconds=0.005), SlowStore(seconds=0.02)
     small_group, big_group = GroupFlush(small.flush, policy), GroupFlush(big.flush, policy)
-    await asyncio.gather(small_group(), big_group())
+    await small_group()
+    await big_group()  # one after the other: 0.025 s of flushing in all
     loop = asyncio.get_running_loop()
     start = loop.time()
     await small_group()  # outside a bulk run: no round to wait for
@@ -137,6 +138,16 @@ async def test_bulk_runs_pace_every_store_by_the_sum_of_flush_times_and_single_r
         assert loop.time() - start >= 0.045  # the big store's flush time paces the small store too
     with policy.bulk(active=False):
         assert policy.round_seconds() == 0.0
+
+
+async def test_flushes_that_overlap_count_once_in_the_round():
+    """Flushes queued on LightRAG's one storage thread overlap in time: each one's duration includes the wait behind
+    the others, so the round is paced by their union, not by the sum of their durations."""
+    policy = CommitPolicy(pace=1.0, min_gap=0.0)
+    groups = [GroupFlush(SlowStore(seconds=0.03).flush, policy) for _ in range(4)]
+    await asyncio.gather(*(group() for group in groups))  # four flushes running together for 0.03 s
+    with policy.bulk():
+        assert policy.round_seconds() == pytest.approx(0.03, abs=0.015)  # the sum would be 0.12
 
 
 async def test_bulk_runs_flush_a_small_store_at_most_once_per_min_gap():
@@ -179,7 +190,8 @@ async def test_embedding_waits_inside_a_flush_do_not_pace_the_others(tmp_path):
         await rag.ainsert("Marie Curie was born in Warsaw.")
         entities = rag._prism_flushes["entities"]
         assert entities.flush_seconds >= 0.2  # the flush did wait for its vectors ...
-        own_work = rag._prism_commit_policy._durations[id(entities)]
+        start, end = rag._prism_commit_policy._latest[id(entities)]
+        own_work = end - start
         assert own_work < 0.1  # ... which does not count as the storage's work
     finally:
         await rag.finalize_storages()
