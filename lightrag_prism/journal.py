@@ -17,7 +17,11 @@ Compaction happens after the base grew by half, so the bytes written stay propor
   dropped when the journal is read, and cut off before the next append.
 * **What changed** is found by comparing with the content on disk, kept per file (:class:`FileState`): vector rows
   by identity (NanoVectorDB replaces a row's dict on upsert), graph attributes by value (networkx updates them in
-  place), KV values by identity (only for stores whose values are replaced, never mutated: the plugin's own).
+  place), KV values by identity (``JsonKVStorage`` stores the dicts given to ``upsert`` and hands out deep copies,
+  so a changed value is a new object; the doc-status store, whose fields LightRAG updates in place, is not
+  journaled).
+* **A value JSON cannot hold as is** (a lone surrogate) makes that flush a whole rewrite by LightRAG's own writer,
+  which sanitises it.
 
 Only files a PrismRAG instance registers are journaled (``patches/journaled_stores.py``); in LightRAG's
 multi-process mode none are (its processes share JSON data through a manager, and reload whole files).
@@ -315,7 +319,12 @@ def flush(state: FileState, kind, obj, whole: Callable[[], None]) -> None:
         record = kind.changes(state.saved, obj)
         if record is None:
             return
-        state.journal_bytes = append_record(state.file_name, record)
+        try:
+            state.journal_bytes = append_record(state.file_name, record)
+        except (TypeError, orjson.JSONEncodeError):  # a value JSON cannot hold as is: LightRAG's writer sanitises
+            _rewrite(state, whole)
+            state.saved = kind.content(obj)
+            return
         state.appends += 1
         kind.advance(state.saved, record)
 

@@ -153,8 +153,8 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
     """Coalesce storage flushes: one flush serves every document that asked for it while the previous flush ran
     (same durability as LightRAG's per-document flushes; see ``insert/group_commit.py``)."""
     incremental_writes: bool = field(default=True)
-    """On the default file storages, a flush of the vector stores, the graph and the plugin's vector cache appends
-    what changed to a journal beside the file instead of rewriting the file (``journal.py``), so a small insert
+    """On the default file storages, a flush of the vector stores, the graph and the JSON KV stores (not the doc
+    status) appends what changed to a journal beside the file instead of rewriting the file (``journal.py``), so a small insert
     into a big index writes what it changed. Files are rewritten whole when their journal reaches half their size
     and at ``finalize_storages``. False: LightRAG's whole-file writes."""
     # --- without an LLM (docs/offline-graph.md) ---

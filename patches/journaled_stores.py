@@ -122,8 +122,13 @@ def _kv_write(original):
             sanitized = original(json_obj, file_name)
             journal.remove_journal(file_name)
             return sanitized
-        journal.flush(state, journal.KVKind, json_obj, partial(original, json_obj, file_name))
-        return False  # the journaled stores hold no text needing sanitisation (see register_files)
+        sanitized = []  # what LightRAG's writer says when the flush rewrites the file whole
+
+        def whole() -> None:
+            sanitized.append(original(json_obj, file_name))
+
+        journal.flush(state, journal.KVKind, json_obj, whole)
+        return bool(sanitized and sanitized[-1])  # True: the caller reloads the sanitised file, as LightRAG does
 
     return _marked(write_json)
 
@@ -151,10 +156,10 @@ def install() -> None:
 
 
 def register_files(rag) -> list[journal.FileState]:
-    """Journal the files of ``rag``'s storages worth it: the vector stores, the graph, the plugin's vector cache
-    (values replaced whole, plain ASCII). None in LightRAG's multi-process mode (see journal.py). Called before
-    the storages are initialized; the vector stores have loaded their files already, so their content is noted
-    here."""
+    """Journal the files of ``rag``'s storages: the vector stores, the graph, the JSON KV stores (chunks, documents,
+    entity and relation chunk lists, the LLM cache, the plugin's vector cache); not the doc-status store (see
+    journal.py). None in LightRAG's multi-process mode. Called before the storages are initialized; the vector
+    stores have loaded their files already, so their content is noted here."""
     from lightrag.kg import shared_storage
     from lightrag.kg.json_kv_impl import JsonKVStorage
     from lightrag.kg.nano_vector_db_impl import NanoVectorDBStorage
@@ -171,6 +176,8 @@ def register_files(rag) -> list[journal.FileState]:
                 journal.adopt(states[-1], type(client).rows_kind, getattr(client, _NANO_STORAGE))
         elif isinstance(storage, NetworkXStorage):
             states.append(journal.register(storage._graphml_xml_file))
+        elif isinstance(storage, JsonKVStorage):
+            states.append(journal.register(storage._file_name))
     plugin = getattr(rag, "_prism_state", None)
     vectors = getattr(plugin, "vectors_store", None)
     if isinstance(vectors, JsonKVStorage) and vectors is not getattr(plugin, "documents_store", None):

@@ -213,3 +213,14 @@ def test_a_prism_insert_is_journaled_until_finalize_and_reads_back_equal(tmp_pat
         assert journal.registered(graph_file) is None
 
     asyncio.run(run())
+
+
+def test_a_value_json_cannot_hold_makes_the_flush_a_whole_sanitising_rewrite(registered):
+    state = registered("kv.json")
+    assert json_kv_impl.write_json({"a": {"v": "x"}}, state.file_name) is False  # first flush: whole
+    assert json_kv_impl.write_json({"a": {"v": "x"}, "b": {"v": "y"}}, state.file_name) is False  # appended
+    assert state.appends == 1
+    # LightRAG's writer drops the lone surrogate and asks the caller to reload (True), as without journals
+    assert json_kv_impl.write_json({"a": {"v": "x"}, "b": {"v": "bad\ud800"}}, state.file_name) is True
+    assert json_kv_impl.load_json(state.file_name) == {"a": {"v": "x"}, "b": {"v": "bad"}}
+    assert not os.path.exists(journal.journal_path(state.file_name))
