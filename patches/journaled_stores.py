@@ -87,12 +87,16 @@ def _nano_save(original, commit_in_storage_io):
     return _marked(_save_to_disk_locked)
 
 
-def _graph_load(original):
-    def load_nx_graph(file_name):
-        graph = original(file_name)
-        return None if graph is None else journal.replay(file_name, journal.GraphKind, graph)
+def _replaying_loader(kind):
+    """A loader wrapper (``original(file_name)`` -> content or None) that replays the file's journal."""
+    def wrap(original):
+        def load(file_name):
+            loaded = original(file_name)
+            return loaded if loaded is None else journal.replay(file_name, kind, loaded)
 
-    return _marked(load_nx_graph)
+        return _marked(load)
+
+    return wrap
 
 
 def _graph_write(original):
@@ -105,14 +109,6 @@ def _graph_write(original):
         journal.flush(state, journal.GraphKind, graph, partial(original, graph, file_name, workspace))
 
     return _marked(write_nx_graph)
-
-
-def _kv_load(original):
-    def load_json(file_name):
-        data = original(file_name)
-        return data if data is None else journal.replay(file_name, journal.KVKind, data)
-
-    return _marked(load_json)
 
 
 def _kv_write(original):
@@ -149,9 +145,9 @@ def install() -> None:
     _replace(nano_vector_db_impl, "NanoVectorDB", _nano_class)
     _replace(nano_vector_db_impl.NanoVectorDBStorage, "_save_to_disk_locked",
              lambda original: _nano_save(original, nano_vector_db_impl.commit_in_storage_io))
-    _replace(networkx_impl.NetworkXStorage, "load_nx_graph", _graph_load, static=True)
+    _replace(networkx_impl.NetworkXStorage, "load_nx_graph", _replaying_loader(journal.GraphKind), static=True)
     _replace(networkx_impl.NetworkXStorage, "write_nx_graph", _graph_write, static=True)
-    _replace(json_kv_impl, "load_json", _kv_load)
+    _replace(json_kv_impl, "load_json", _replaying_loader(journal.KVKind))
     _replace(json_kv_impl, "write_json", _kv_write)
 
 

@@ -135,12 +135,15 @@ def test_graph_read_back_equals_the_live_graph_after_every_flush(registered):
     assert graph_content(nx.read_graphml(state.file_name)) == graph_content(live)
 
 
+def flush_kv(state: journal.FileState, *versions: dict) -> None:
+    """Flush each version of a KV store in turn (the first rewrites the file, the later ones append)."""
+    for data in versions:
+        journal.flush(state, journal.KVKind, dict(data), lambda d=data: write_kv(d, state.file_name))
+
+
 def test_a_journal_is_never_replayed_over_a_base_rewritten_after_it(registered):
     state = registered("kv.json")
-    data = {"a": {"v": 1}}
-    journal.flush(state, journal.KVKind, dict(data), lambda: write_kv(data, state.file_name))
-    data = {"a": {"v": 2}, "b": {"v": 3}}
-    journal.flush(state, journal.KVKind, dict(data), lambda: write_kv(data, state.file_name))
+    flush_kv(state, {"a": {"v": 1}}, {"a": {"v": 2}, "b": {"v": 3}})
     assert os.path.exists(journal.journal_path(state.file_name))
     # A writer that does not journal replaces the base (an unregistered instance, or stock LightRAG).
     os.replace(write_temp(state.file_name, {"a": {"v": 9}}), state.file_name)
@@ -156,15 +159,13 @@ def write_temp(path: str, data: dict) -> str:
 
 def test_a_torn_last_line_is_dropped_and_cut_before_the_next_append(registered):
     state = registered("kv.json")
-    data = {"a": {"v": 1}}
-    journal.flush(state, journal.KVKind, dict(data), lambda: write_kv(data, state.file_name))
     data = {"a": {"v": 1}, "b": {"v": 2}}
-    journal.flush(state, journal.KVKind, dict(data), lambda: write_kv(data, state.file_name))
+    flush_kv(state, {"a": {"v": 1}}, data)
     with open(journal.journal_path(state.file_name), "ab") as handle:
         handle.write(b'{"u": {"c": {"v"')  # a crash in the middle of an append
     assert json_kv_impl.load_json(state.file_name) == data  # replay adopts the state and cuts the tail
     data = {"a": {"v": 1}, "b": {"v": 2}, "d": {"v": 4}}
-    journal.flush(state, journal.KVKind, dict(data), lambda: write_kv(data, state.file_name))
+    flush_kv(state, data)
     assert json_kv_impl.load_json(state.file_name) == data
 
 
