@@ -137,8 +137,8 @@ async def timed_followup(rag, followup, query: bool) -> dict:
 
 
 async def run_prism(passages, followup, work: Path) -> dict:
-    rag = make_prism(str(work))
-    seconds = await timed_insert(rag, passages)
+    seconds = await timed_insert(make_prism(str(work)), passages)
+    rag = make_prism(str(work))  # a new instance, as after a restart (PostgreSQL storages do not reopen after finalize)
     stats = await index_stats(rag)
     await rag.initialize_storages()
     try:
@@ -261,6 +261,7 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("lightrag").setLevel(logging.WARNING)
     root = Path(args.work or tempfile.mkdtemp(prefix="bench_insert_"))
+    root.mkdir(parents=True, exist_ok=True)
     if args.stack == "postgres":
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
         from tests.storages.servers import STACKS
