@@ -313,8 +313,7 @@ def flush(state: FileState, kind, obj, whole: Callable[[], None]) -> None:
         state.compact = whole
         if state.saved is None or state.base != base_identity(state.file_name) \
                 or should_compact(state.file_name, state.journal_bytes):  # no content, or the base was replaced
-            _rewrite(state, whole)
-            state.saved = kind.content(obj)
+            _rewrite(state, kind, obj, whole)
             return
         record = kind.changes(state.saved, obj)
         if record is None:
@@ -322,8 +321,7 @@ def flush(state: FileState, kind, obj, whole: Callable[[], None]) -> None:
         try:
             state.journal_bytes = append_record(state.file_name, record)
         except (TypeError, orjson.JSONEncodeError):  # a value JSON cannot hold as is: LightRAG's writer sanitises
-            _rewrite(state, whole)
-            state.saved = kind.content(obj)
+            _rewrite(state, kind, obj, whole)
             return
         state.appends += 1
         kind.advance(state.saved, record)
@@ -334,16 +332,19 @@ def compact(state: FileState) -> bool:
     with state.lock:
         if state.compact is None or not os.path.exists(journal_path(state.file_name)):
             return False
-        _rewrite(state, state.compact)
+        _rewrite(state, None, None, state.compact)
         return True
 
 
-def _rewrite(state: FileState, whole: Callable[[], None]) -> None:
+def _rewrite(state: FileState, kind, obj, whole: Callable[[], None]) -> None:
+    """Rewrite the file whole; ``obj`` (of ``kind``) is then its content, unless None (a compaction: unchanged)."""
     whole()
     remove_journal(state.file_name)
     state.base = base_identity(state.file_name)
     state.journal_bytes = 0
     state.rewrites += 1
+    if obj is not None:
+        state.saved = kind.content(obj)
 
 
 def _size(path: str) -> int:

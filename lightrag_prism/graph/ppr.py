@@ -107,27 +107,25 @@ def transition_matrix(adj, symmetric: bool = False) -> Transition:
     transpose (for graphs re-weighted per query), and PPR on it is solved by conjugate gradients
     (module ``ppr_cg``: same fixed point, ~3x fewer iterations at damping 0.85)."""
     adj = _check_adjacency(adj)
+    if symmetric:  # symmetric single solves never probe hubs; batches compute them lazily
+        return symmetric_transition(adj if adj.has_sorted_indices else adj.sorted_indices())
     out_w = np.asarray(adj.sum(axis=1)).ravel()
     dangling = out_w == 0
     inv = np.divide(1.0, out_w, out=np.zeros_like(out_w), where=~dangling)
-    if symmetric:
-        pt = sp.csr_matrix((adj.data * inv[adj.indices], adj.indices, adj.indptr), shape=adj.shape)
-    else:
-        pt = sp.csr_matrix((sp.diags(inv) @ adj).T)  # one transpose at build time, none per query
+    pt = sp.csr_matrix((sp.diags(inv) @ adj).T)  # one transpose at build time, none per query
     pt.sort_indices()
-    hubs = None if symmetric else _hub_rows(pt)  # symmetric single solves never probe; batches compute them lazily
-    return Transition(pt=pt, dangling=dangling, hubs=hubs, out_weight=out_w, symmetric=symmetric)
+    return Transition(pt=pt, dangling=dangling, hubs=_hub_rows(pt), out_weight=out_w, symmetric=False)
 
 
 def symmetric_transition(adj: sp.csr_matrix, entry_rows: np.ndarray | None = None) -> Transition:
-    """``transition_matrix(adj, symmetric=True)`` for graphs re-weighted per query, with the conjugate-gradient
-    path's normalised adjacency ``D^-1/2 A D^-1/2`` computed in the same pass (one build instead of three).
+    """The transition of an undirected graph (``transition_matrix(adj, symmetric=True)`` after its checks), with
+    the conjugate-gradient path's normalised adjacency ``D^-1/2 A D^-1/2`` computed in the same pass; called
+    directly for graphs re-weighted per query.
 
-    ``adj``: a symmetric CSR with sorted indices and finite non-negative weights (not checked: the caller built
-    it). ``entry_rows``: the row of each stored entry, which callers cache with the sparsity structure."""
+    ``adj``: a symmetric CSR with sorted indices and finite non-negative weights (not checked here). ``entry_rows``: the row of each stored entry, which callers cache with the sparsity structure."""
     n = adj.shape[0]
     rows = entry_rows if entry_rows is not None else np.repeat(np.arange(n), np.diff(adj.indptr))
-    out_w = np.bincount(rows, weights=adj.data, minlength=n)
+    out_w = np.bincount(rows, weights=adj.data, minlength=n).astype(np.float64, copy=False)  # int64 when empty
     dangling = out_w == 0
     inv = np.divide(1.0, out_w, out=np.zeros_like(out_w), where=~dangling)
     pt = sp.csr_matrix((adj.data * inv[adj.indices], adj.indices, adj.indptr), shape=adj.shape)
