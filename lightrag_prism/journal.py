@@ -18,8 +18,9 @@ Compaction happens after the base grew by half, so the bytes written stay propor
 * **What changed** is found by comparing with the content on disk, kept per file (:class:`FileState`): vector rows
   by identity (NanoVectorDB replaces a row's dict on upsert), graph attributes by value (networkx updates them in
   place), KV values by identity (``JsonKVStorage`` stores the dicts given to ``upsert`` and hands out deep copies,
-  so a changed value is a new object; the doc-status store, whose fields LightRAG updates in place, is not
-  journaled).
+  so a changed value is a new object). Where that costs a pass over the whole store per flush, or where LightRAG
+  changes values in place (the doc-status store), the keys each write names are tracked instead (``touch``), and a
+  flush looks at those alone.
 * **A value JSON cannot hold as is** (a lone surrogate) makes that flush a whole rewrite by LightRAG's own writer,
   which sanitises it.
 
@@ -32,6 +33,7 @@ journals the next PrismRAG start replays (stock LightRAG would not: open it with
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import threading
 from dataclasses import dataclass, field
@@ -113,14 +115,17 @@ def should_compact(file_name: str, journal_bytes: int) -> bool:
 # --- what changed, and replaying it: one small class per kind of store ---------------------------------------------
 
 class KVKind:
-    """A JSON KV store's dict; values compared by identity (for stores whose values are replaced, not mutated)."""
+    """A JSON KV store's dict; values compared by identity (for stores whose values are replaced, not mutated).
+    Not tracked: comparing a dict's values by identity is cheap next to anything else a flush does."""
+
+    tracked = False
 
     @staticmethod
     def content(data: dict) -> dict:
         return dict(data)
 
     @staticmethod
-    def changes(saved: dict, data: dict) -> dict | None:
+    def changes(saved: dict, data: dict, touched: set | None = None) -> dict | None:
         upserts = {key: value for key, value in data.items() if saved.get(key, _MISSING) is not value}
         deletes = [key for key in saved if key not in data]
         return {"u": upserts, "d": deletes} if upserts or deletes else None
@@ -134,9 +139,30 @@ class KVKind:
     advance = apply
 
 
+class DocStatusKind(KVKind):
+    """The doc-status store's dict. LightRAG may change a stored row in place before upserting it again, so
+    identity says nothing; tracked instead: ``touched`` holds the document ids its writes named since the last
+    flush (``patches/journaled_stores.py``), and those rows are written as they are now. Without tracking (after
+    a write whose ids are unknown) every row that is a new object is written, as for :class:`KVKind`."""
+
+    tracked = True
+
+    @staticmethod
+    def changes(saved: dict, data: dict, touched: set | None = None) -> dict | None:
+        if touched is None:
+            return KVKind.changes(saved, data)
+        upserts = {key: data[key] for key in touched if key in data}
+        deletes = [key for key in touched if key not in data and key in saved]
+        return {"u": upserts, "d": deletes} if upserts or deletes else None
+
+
 class RowsKind:
     """A NanoVectorDB storage dict (``data`` rows, ``matrix``); rows compared by identity, since NanoVectorDB
-    replaces a row's dict on upsert. A record: ``{"u": [[row, base64 float32 vector]], "d": [id]}``."""
+    replaces a row's dict on upsert. A record: ``{"u": [[row, base64 float32 vector]], "d": [id]}``.
+    Tracked: ``touched`` holds the ids upserted or deleted since the last flush (``patches/journaled_stores.py``
+    hooks ``NanoVectorDB.upsert``/``delete``, the only ways LightRAG changes the rows), so a flush looks at those."""
+
+    tracked = True
 
     def __init__(self, id_field: str):
         self.id_field = id_field
@@ -144,11 +170,19 @@ class RowsKind:
     def content(self, storage: dict) -> dict:
         return {row[self.id_field]: row for row in storage["data"]}
 
-    def changes(self, saved: dict, storage: dict) -> dict | None:
+    def changes(self, saved: dict, storage: dict, touched: set | None = None) -> dict | None:
         rows, matrix, id_field = storage["data"], storage["matrix"], self.id_field
-        upserts = [[row, _b64(matrix[i])] for i, row in enumerate(rows) if saved.get(row[id_field]) is not row]
-        present = {row[id_field] for row in rows}
-        deletes = [key for key in saved if key not in present]
+        if touched is None:  # compare every row
+            candidates = enumerate(rows)
+            present = {row[id_field] for row in rows}
+            deletes = [key for key in saved if key not in present]
+        elif not touched:
+            return None
+        else:  # positions of the touched ids still present: one pass over the ids, no row compared
+            candidates = [(i, rows[i]) for i, row_id in enumerate(row[id_field] for row in rows) if row_id in touched]
+            present = {row[id_field] for _, row in candidates}
+            deletes = [key for key in touched if key in saved and key not in present]
+        upserts = [[row, _b64(matrix[i])] for i, row in candidates if saved.get(row[id_field]) is not row]
         return {"u": upserts, "d": deletes} if upserts or deletes else None
 
     def advance(self, saved: dict, record: dict) -> None:
@@ -192,7 +226,11 @@ def unit_rows(matrix: np.ndarray) -> np.ndarray:
 
 class GraphKind:
     """An undirected networkx graph; attributes compared by value (networkx updates them in place). A record:
-    ``{"nu": [[node, attrs]], "nd": [node], "eu": [[u, v, attrs]], "ed": [[u, v]]}``."""
+    ``{"nu": [[node, attrs]], "nd": [node], "eu": [[u, v, attrs]], "ed": [[u, v]]}``.
+    Tracked: ``touched`` holds :func:`node_touch` / :func:`edge_touch` keys of what ``NetworkXStorage``'s upserts and
+    removals changed since the last flush (``patches/journaled_stores.py``), so a flush compares those alone."""
+
+    tracked = True
 
     @staticmethod
     def content(graph) -> tuple[dict, dict]:
@@ -201,13 +239,20 @@ class GraphKind:
         return nodes, edges
 
     @staticmethod
-    def changes(saved: tuple[dict, dict], graph) -> dict | None:
+    def changes(saved: tuple[dict, dict], graph, touched: set | None = None) -> dict | None:
         saved_nodes, saved_edges = saved
-        node_upserts = [[node, attrs] for node, attrs in graph.nodes(data=True) if saved_nodes.get(node) != attrs]
-        node_deletes = [node for node in saved_nodes if node not in graph]
-        edge_upserts = [[u, v, attrs] for u, v, attrs in graph.edges(data=True)
-                        if saved_edges.get(edge_key(u, v)) != attrs]
-        edge_deletes = [list(key) for key in saved_edges if not graph.has_edge(*key)]
+        if touched is None:  # compare everything
+            nodes, node_keys = graph.nodes(data=True), saved_nodes
+            edges, edge_keys = graph.edges(data=True), saved_edges
+        else:
+            node_keys = [key[1] for key in touched if key[0] == "n"]
+            nodes = [(node, graph.nodes[node]) for node in node_keys if node in graph]
+            edge_keys = [key[1:] for key in touched if key[0] == "e"]  # a node's removal touches its edges too
+            edges = [(u, v, graph.edges[u, v]) for u, v in edge_keys if graph.has_edge(u, v)]
+        node_upserts = [[node, attrs] for node, attrs in nodes if saved_nodes.get(node) != attrs]
+        node_deletes = [node for node in node_keys if node in saved_nodes and node not in graph]
+        edge_upserts = [[u, v, attrs] for u, v, attrs in edges if saved_edges.get(edge_key(u, v)) != attrs]
+        edge_deletes = [list(key) for key in edge_keys if key in saved_edges and not graph.has_edge(*key)]
         if not (node_upserts or node_deletes or edge_upserts or edge_deletes):
             return None
         return {"nu": node_upserts, "nd": node_deletes, "eu": edge_upserts, "ed": edge_deletes}
@@ -244,6 +289,14 @@ def edge_key(u, v) -> tuple:
     return (u, v) if u <= v else (v, u)
 
 
+def node_touch(node) -> tuple:
+    return ("n", node)
+
+
+def edge_touch(u, v) -> tuple:
+    return ("e", *edge_key(u, v))
+
+
 def _b64(vector: np.ndarray) -> str:
     return base64.b64encode(np.ascontiguousarray(vector, dtype=np.float32).tobytes()).decode()
 
@@ -264,8 +317,35 @@ class FileState:
     base: list[int] | None = None  # identity of the base file the journal extends
     compact: Callable[[], None] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # Keys changed since ``saved`` was noted, for a tracked kind (None: unknown, the next flush compares all).
+    touched: set | None = None
+    tracked: bool = False
+    # Keys a write in progress is changing: every flush meanwhile looks at them (see :func:`pinned`).
+    pinned: dict = field(default_factory=dict)
+    touch_lock: threading.Lock = field(default_factory=threading.Lock)
     appends: int = 0
     rewrites: int = 0
+
+    def note_saved(self, kind, obj) -> None:
+        """``obj`` is now the file's content: nothing is touched since."""
+        self.saved = kind.content(obj)
+        with self.touch_lock:
+            self.tracked = kind.tracked
+            self.touched = set() if kind.tracked else None
+
+    def take_touched(self) -> set | None:
+        """The keys a flush must look at (None: all), tracking afresh from here (for a tracked kind)."""
+        with self.touch_lock:
+            touched = self.touched
+            if touched is None and not self.tracked:
+                return None
+            self.touched = set()
+            return None if touched is None else touched | set(self.pinned)
+
+    def give_back(self, touched: set | None) -> None:
+        """A flush that took ``touched`` did not record it: the next one must look at those keys again."""
+        with self.touch_lock:
+            self.touched = None if touched is None or self.touched is None else self.touched | touched
 
 
 _FILES: dict[str, FileState] = {}
@@ -288,6 +368,47 @@ def unregister(file_name: str) -> None:
         _FILES.pop(os.path.abspath(file_name), None)
 
 
+def touch(file_name: str, keys) -> None:
+    """Note ``keys`` of a tracked store as changed (the storage hooks call it after each mutation)."""
+    state = registered(file_name)
+    if state is not None:
+        with state.touch_lock:
+            if state.touched is not None:
+                state.touched.update(keys)
+
+
+@contextlib.contextmanager
+def pinned(file_name: str, keys: list):
+    """Around a write that changes ``keys`` and flushes before it returns (the doc-status store persists every
+    upsert at once): every flush during it looks at those keys, whether it runs before or after the change, and
+    so does the next one after it."""
+    state = registered(file_name)
+    if state is None:
+        yield
+        return
+    with state.touch_lock:
+        for key in keys:
+            state.pinned[key] = state.pinned.get(key, 0) + 1
+    try:
+        yield
+    finally:
+        with state.touch_lock:
+            for key in keys:
+                state.pinned[key] -= 1
+                if not state.pinned[key]:
+                    del state.pinned[key]
+            if state.touched is not None:
+                state.touched.update(keys)
+
+
+def untrack(file_name: str) -> None:
+    """A write changed keys the hooks cannot name: the next flush compares everything."""
+    state = registered(file_name)
+    if state is not None:
+        with state.touch_lock:
+            state.touched = None
+
+
 def replay(file_name: str, kind, obj) -> Any:
     """After loading ``file_name`` into ``obj``: apply its journal, and note the content if it is journaled."""
     for record in read_journal(file_name):
@@ -301,7 +422,7 @@ def replay(file_name: str, kind, obj) -> Any:
 def adopt(state: FileState, kind, obj) -> None:
     """Note ``obj`` (just loaded from the file and its journal) as the file's content on disk."""
     with state.lock:
-        state.saved = kind.content(obj)
+        state.note_saved(kind, obj)
         state.base = base_identity(state.file_name)
         state.journal_bytes = _size(journal_path(state.file_name))
 
@@ -315,14 +436,19 @@ def flush(state: FileState, kind, obj, whole: Callable[[], None]) -> None:
                 or should_compact(state.file_name, state.journal_bytes):  # no content, or the base was replaced
             _rewrite(state, kind, obj, whole)
             return
-        record = kind.changes(state.saved, obj)
-        if record is None:
-            return
+        touched = state.take_touched()
         try:
+            record = kind.changes(state.saved, obj, touched)
+            if record is None:
+                return
             state.journal_bytes = append_record(state.file_name, record)
         except (TypeError, orjson.JSONEncodeError):  # a value JSON cannot hold as is: LightRAG's writer sanitises
+            state.give_back(touched)
             _rewrite(state, kind, obj, whole)
             return
+        except BaseException:
+            state.give_back(touched)
+            raise
         state.appends += 1
         kind.advance(state.saved, record)
 
@@ -344,7 +470,7 @@ def _rewrite(state: FileState, kind, obj, whole: Callable[[], None]) -> None:
     state.journal_bytes = 0
     state.rewrites += 1
     if obj is not None:
-        state.saved = kind.content(obj)
+        state.note_saved(kind, obj)
 
 
 def _size(path: str) -> int:

@@ -9,12 +9,21 @@ journal stale). Private coupling, each replaced once at import:
 * ``NanoVectorDBStorage._save_to_disk_locked(self, on_committed)``: the storage's whole-file save; journaled files
   append instead, in the same storage-IO call (``commit_in_storage_io``) with the same ``on_committed``;
 * ``NetworkXStorage.load_nx_graph`` / ``write_nx_graph`` (static methods);
-* ``lightrag.kg.json_kv_impl.load_json`` / ``write_json`` (JSON KV stores; the doc-status store is not journaled).
+* ``lightrag.kg.json_kv_impl.load_json`` / ``write_json`` (JSON KV stores), and the same names in
+  ``json_doc_status_impl`` (the doc-status store).
+
+So that a flush looks only at what changed, the vector rows and the graph are tracked (``journal.touch``):
+``NanoVectorDB.upsert``/``delete`` (every change LightRAG makes to a vector store's rows goes through them) and
+``NetworkXStorage``'s upserts and removals (its public write API; a node's removal touches its edges too), and
+``JsonDocStatusStorage``'s upserts, field updates and deletes (a source-conflict repair or a drop, whose ids the
+arguments do not name, makes the next flush compare everything).
 """
 
 from __future__ import annotations
 
 from functools import partial
+
+import numpy as np
 
 from lightrag_prism import journal
 
@@ -27,6 +36,13 @@ _SYMBOLS = [
     ("lightrag.kg.networkx_impl", "NetworkXStorage.write_nx_graph", 3),
     ("lightrag.kg.json_kv_impl", "load_json", 1),
     ("lightrag.kg.json_kv_impl", "write_json", 2),
+    ("lightrag.kg.json_doc_status_impl", "load_json", 1),
+    ("lightrag.kg.json_doc_status_impl", "write_json", 2),
+    ("lightrag.kg.json_doc_status_impl", "JsonDocStatusStorage.upsert", 2),
+    ("lightrag.kg.json_doc_status_impl", "JsonDocStatusStorage.update_doc_status_fields", 4),
+    ("lightrag.kg.json_doc_status_impl", "JsonDocStatusStorage.delete", 2),
+    ("nano_vectordb.dbs", "NanoVectorDB.upsert", 2),
+    ("nano_vectordb.dbs", "NanoVectorDB.delete", 2),
 ]
 PRIVATE_SYMBOLS.extend(_SYMBOLS)
 for _symbol in _SYMBOLS:
@@ -41,17 +57,62 @@ def _marked(function):
     return function
 
 
+GROWTH = 1.25  # spare rows allocated when a vector store's matrix grows (amortised appends)
+
+
 def _nano_class(base):
-    from nano_vectordb.dbs import f_ID
+    from nano_vectordb.dbs import Float, f_ID, f_VECTOR, hash_ndarray, normalize
 
     rows = journal.RowsKind(f_ID)
 
     class JournaledNanoVectorDB(base):
-        """NanoVectorDB that replays its file's journal after loading the file."""
+        """NanoVectorDB that replays its file's journal after loading the file, notes the ids it changes, and
+        appends new rows into spare capacity: ``upsert`` stacked the whole matrix anew for every new row batch,
+        an O(store) copy per document flush."""
 
         def __post_init__(self):
             super().__post_init__()
             journal.replay(self.storage_file, rows, getattr(self, _NANO_STORAGE))
+            self._prism_buffer = None
+
+        def upsert(self, datas):
+            ids = [data[f_ID] if f_ID in data else hash_ndarray(data[f_VECTOR]) for data in datas]  # as upsert does
+            try:
+                storage = getattr(self, _NANO_STORAGE)
+                if self.metric != "cosine":
+                    return super().upsert(datas)
+                present = {row[f_ID] for row in storage["data"]}
+                by_id = dict(zip(ids, datas))  # a repeated id: the last one wins, as in upsert
+                known = [data for vid, data in by_id.items() if vid in present]
+                report = super().upsert(known) if known else {"update": [], "insert": []}
+                new = {vid: data for vid, data in by_id.items() if vid not in present}
+                if new:  # upsert's insertion, into spare rows instead of a new stacked matrix
+                    vectors = np.array([normalize(data[f_VECTOR]) for data in new.values()], dtype=Float)
+                    for vid, data in new.items():
+                        del data[f_VECTOR]
+                        data[f_ID] = vid
+                    storage["data"].extend(new.values())
+                    storage["matrix"] = self._appended(storage["matrix"], vectors)
+                    report["insert"].extend(new)
+                return report
+            finally:
+                journal.touch(self.storage_file, ids)
+
+        def _appended(self, matrix, vectors):
+            n, k = len(matrix), len(vectors)
+            buffer = self._prism_buffer
+            if buffer is None or matrix.base is not buffer or len(buffer) < n + k or not matrix.flags.c_contiguous:
+                buffer = np.empty((max(int((n + k) * GROWTH), n + k), vectors.shape[1]), dtype=Float)
+                buffer[:n] = matrix
+                self._prism_buffer = buffer
+            buffer[n:n + k] = vectors
+            return buffer[:n + k]
+
+        def delete(self, ids):
+            try:
+                return super().delete(ids)
+            finally:
+                journal.touch(self.storage_file, list(ids))
 
     JournaledNanoVectorDB.rows_kind = rows
     return _marked(JournaledNanoVectorDB)
@@ -111,22 +172,96 @@ def _graph_write(original):
     return _marked(write_nx_graph)
 
 
-def _kv_write(original):
-    def write_json(json_obj, file_name):
-        state = journal.registered(file_name)
-        if state is None:
-            sanitized = original(json_obj, file_name)
-            journal.remove_journal(file_name)
-            return sanitized
-        sanitized = []  # what LightRAG's writer says when the flush rewrites the file whole
+def _touching(touched_keys):
+    """A wrapper of a ``NetworkXStorage`` write method (``original(self, *args)``) that notes what it changes:
+    ``touched_keys(graph, *args)``, taken before the call (a removal looks up the edges it takes along)."""
+    def wrap(original):
+        async def write(self, *args, **kwargs):
+            file_name = self._graphml_xml_file
+            keys = touched_keys(await self._get_graph(), *args, **kwargs) if journal.registered(file_name) else ()
+            try:
+                return await original(self, *args, **kwargs)
+            finally:
+                if keys:
+                    journal.touch(file_name, keys)
 
-        def whole() -> None:
-            sanitized.append(original(json_obj, file_name))
+        return _marked(write)
 
-        journal.flush(state, journal.KVKind, json_obj, whole)
-        return bool(sanitized and sanitized[-1])  # True: the caller reloads the sanitised file, as LightRAG does
+    return wrap
 
-    return _marked(write_json)
+
+def _node_keys(nodes):
+    return [journal.node_touch(node) for node in nodes]
+
+
+def _removed_node_keys(graph, nodes):
+    keys = _node_keys(nodes)
+    for node in nodes:
+        if node in graph:
+            keys.extend(journal.edge_touch(u, v) for u, v in graph.edges(node))
+    return keys
+
+
+_GRAPH_WRITES = {  # method -> what it changes, from its arguments
+    "upsert_node": lambda graph, node_id, node_data: _node_keys([node_id]),
+    "upsert_nodes_batch": lambda graph, nodes: _node_keys([node for node, _ in nodes]),
+    "upsert_edge": lambda graph, src, tgt, edge_data: [journal.edge_touch(src, tgt), *_node_keys([src, tgt])],
+    "upsert_edges_batch": lambda graph, edges: [key for src, tgt, _ in edges
+                                                for key in (journal.edge_touch(src, tgt), *_node_keys([src, tgt]))],
+    "delete_node": lambda graph, node_id: _removed_node_keys(graph, [node_id]),
+    "remove_nodes": lambda graph, nodes: _removed_node_keys(graph, list(nodes)),
+    "remove_edges": lambda graph, edges: [journal.edge_touch(src, tgt) for src, tgt in edges],
+}
+
+
+def _doc_status_keys(method: str):
+    """A wrapper of a ``JsonDocStatusStorage`` write method that notes the document ids it names. Upserts and field
+    updates flush before they return, so their ids are pinned around the call (``journal.pinned``)."""
+    def named_ids(args, kwargs) -> list:
+        if method == "upsert":
+            return list(args[0] if args else kwargs["data"])
+        if method == "update_doc_status_fields":
+            return [args[0] if args else kwargs["doc_id"]]
+        return list(args[0] if args else kwargs["doc_ids"])  # delete
+
+    def wrap(original):
+        async def write(self, *args, **kwargs):
+            if method in ("repair_source_conflict", "drop"):  # ids the arguments do not name
+                journal.untrack(self._file_name)
+                try:
+                    return await original(self, *args, **kwargs)
+                finally:
+                    journal.untrack(self._file_name)
+            with journal.pinned(self._file_name, named_ids(args, kwargs)):
+                return await original(self, *args, **kwargs)
+
+        return _marked(write)
+
+    return wrap
+
+
+_DOC_STATUS_WRITES = ("upsert", "update_doc_status_fields", "delete", "repair_source_conflict", "drop")
+
+
+def _kv_write(kind):
+    def wrap(original):
+        def write_json(json_obj, file_name):
+            state = journal.registered(file_name)
+            if state is None:
+                sanitized = original(json_obj, file_name)
+                journal.remove_journal(file_name)
+                return sanitized
+            sanitized = []  # what LightRAG's writer says when the flush rewrites the file whole
+
+            def whole() -> None:
+                sanitized.append(original(json_obj, file_name))
+
+            journal.flush(state, kind, json_obj, whole)
+            return bool(sanitized and sanitized[-1])  # True: the caller reloads the sanitised file, as LightRAG does
+
+        return _marked(write_json)
+
+    return wrap
 
 
 def _replace(owner, name: str, make, *, static: bool = False) -> None:
@@ -140,23 +275,29 @@ def _replace(owner, name: str, make, *, static: bool = False) -> None:
 
 
 def install() -> None:
-    from lightrag.kg import json_kv_impl, nano_vector_db_impl, networkx_impl
+    from lightrag.kg import json_doc_status_impl, json_kv_impl, nano_vector_db_impl, networkx_impl
 
     _replace(nano_vector_db_impl, "NanoVectorDB", _nano_class)
     _replace(nano_vector_db_impl.NanoVectorDBStorage, "_save_to_disk_locked",
              lambda original: _nano_save(original, nano_vector_db_impl.commit_in_storage_io))
     _replace(networkx_impl.NetworkXStorage, "load_nx_graph", _replaying_loader(journal.GraphKind), static=True)
     _replace(networkx_impl.NetworkXStorage, "write_nx_graph", _graph_write, static=True)
+    for name, touched_keys in _GRAPH_WRITES.items():
+        _replace(networkx_impl.NetworkXStorage, name, _touching(touched_keys))
     _replace(json_kv_impl, "load_json", _replaying_loader(journal.KVKind))
-    _replace(json_kv_impl, "write_json", _kv_write)
+    _replace(json_kv_impl, "write_json", _kv_write(journal.KVKind))
+    _replace(json_doc_status_impl, "load_json", _replaying_loader(journal.DocStatusKind))
+    _replace(json_doc_status_impl, "write_json", _kv_write(journal.DocStatusKind))
+    for name in _DOC_STATUS_WRITES:
+        _replace(json_doc_status_impl.JsonDocStatusStorage, name, _doc_status_keys(name))
 
 
 def register_files(rag) -> list[journal.FileState]:
     """Journal the files of ``rag``'s storages: the vector stores, the graph, the JSON KV stores (chunks, documents,
-    entity and relation chunk lists, the LLM cache, the plugin's vector cache); not the doc-status store (see
-    journal.py). None in LightRAG's multi-process mode. Called before the storages are initialized; the vector
+    entity and relation chunk lists, the LLM cache, the plugin's vector cache) and the doc-status store. None in LightRAG's multi-process mode. Called before the storages are initialized; the vector
     stores have loaded their files already, so their content is noted here."""
     from lightrag.kg import shared_storage
+    from lightrag.kg.json_doc_status_impl import JsonDocStatusStorage
     from lightrag.kg.json_kv_impl import JsonKVStorage
     from lightrag.kg.nano_vector_db_impl import NanoVectorDBStorage
     from lightrag.kg.networkx_impl import NetworkXStorage
@@ -172,7 +313,9 @@ def register_files(rag) -> list[journal.FileState]:
                 journal.adopt(states[-1], type(client).rows_kind, getattr(client, _NANO_STORAGE))
         elif isinstance(storage, NetworkXStorage):
             states.append(journal.register(storage._graphml_xml_file))
-        elif isinstance(storage, JsonKVStorage):
+            if storage._graph is not None:  # loaded when the storage was constructed
+                journal.adopt(states[-1], journal.GraphKind, storage._graph)
+        elif isinstance(storage, (JsonKVStorage, JsonDocStatusStorage)):
             states.append(journal.register(storage._file_name))
     plugin = getattr(rag, "_prism_state", None)
     vectors = getattr(plugin, "vectors_store", None)

@@ -83,11 +83,18 @@ def test_vector_store_read_back_equals_a_whole_rewrite_read_back_bit_for_bit(reg
     def whole():
         live.save()
 
+    stock = StockNanoVectorDB(DIM, storage_file=str(tmp_path / "stock.json"))  # the same calls, unpatched
     for step in range(40):
-        ids = [f"id{i}" for i in rng.integers(0, 50, size=rng.integers(1, 6))]
-        live.upsert([{"__id__": i, "__vector__": rng.standard_normal(DIM), "content": f"{i}@{step}"} for i in ids])
+        ids = [f"id{i}" for i in rng.integers(0, 50, size=rng.integers(1, 6))]  # repeats: the last one wins
+        batch = [{"__id__": i, "__vector__": rng.standard_normal(DIM), "content": f"{i}@{step}"} for i in ids]
+        assert live.upsert([dict(d) for d in batch]) == stock.upsert([dict(d) for d in batch])
         if step % 3 == 0:
-            live.delete([f"id{i}" for i in rng.integers(0, 50, size=3)])
+            gone = [f"id{i}" for i in rng.integers(0, 50, size=3)]
+            live.delete(gone)
+            stock.delete(gone)
+        # Appending into spare rows gives exactly the rows and matrix nano-vectordb's own upsert gives.
+        (live_rows, live_matrix), (stock_rows, stock_matrix) = nano_rows(live), nano_rows(stock)
+        assert live_rows == stock_rows and np.array_equal(live_matrix, stock_matrix)
         journal.flush(state, kind, storage, whole)
         rows, matrix = nano_rows(nano_vector_db_impl.NanoVectorDB(DIM, storage_file=state.file_name))
         # The reference: the live store saved whole and read by nano-vectordb itself (which normalises on load).
@@ -110,7 +117,21 @@ def graph_content(graph) -> tuple[dict, dict]:
     return journal.GraphKind.content(graph)
 
 
-def test_graph_read_back_equals_the_live_graph_after_every_flush(registered):
+class UntrackedGraph(journal.GraphKind):
+    tracked = False  # every flush compares the whole graph
+
+
+def read_back_unnoted(path: str, load):
+    """``load(path)`` without the load noting its content in the file's state (which would make it tracked)."""
+    state = journal._FILES.pop(os.path.abspath(path))
+    try:
+        return load(path)
+    finally:
+        journal._FILES[state.file_name] = state
+
+
+def test_an_untracked_graph_reads_back_equal_to_the_live_graph_after_every_flush(registered):
+    """Changed in place, unseen by any hook: the whole-graph comparison finds every change."""
     rng = random.Random(3)
     state = registered("g.graphml")
     live = nx.Graph()
@@ -128,11 +149,103 @@ def test_graph_read_back_equals_the_live_graph_after_every_flush(registered):
                 live.add_node(a, description=f"{a}@{step}", extra=step)
                 live.add_node(b, description=f"{b}@{step}")
                 live.add_edge(a, b, weight=float(step), keywords=f"{a}-{b}")
-        journal.flush(state, journal.GraphKind, live, lambda: write_graphml(live, state.file_name))
-        assert graph_content(networkx_impl.NetworkXStorage.load_nx_graph(state.file_name)) == graph_content(live)
-    assert state.appends > 0
+        journal.flush(state, UntrackedGraph, live, lambda: write_graphml(live, state.file_name))
+        read = read_back_unnoted(state.file_name, networkx_impl.NetworkXStorage.load_nx_graph)
+        assert graph_content(read) == graph_content(live)
+    assert state.appends > 0 and state.touched is None
     assert journal.compact(state)
     assert graph_content(nx.read_graphml(state.file_name)) == graph_content(live)
+
+
+def test_a_graph_storage_flush_journals_what_its_write_api_changed(registered, tmp_path):
+    """Through ``NetworkXStorage``'s own upserts and removals (tracked: a flush looks only at what they touched),
+    the file read back equals the live graph after every flush, and a flush appends only the touched items."""
+    from lightrag.kg.shared_storage import initialize_share_data
+
+    initialize_share_data()
+    rng = random.Random(4)
+
+    async def run():
+        storage = networkx_impl.NetworkXStorage(namespace="chunk_entity_relation", workspace="t",
+                                                global_config={"working_dir": str(tmp_path)}, embedding_func=None)
+        await storage.initialize()
+        state = registered("t/graph_chunk_entity_relation.graphml")
+        assert state.file_name == os.path.abspath(storage._graphml_xml_file)
+        journal.adopt(state, journal.GraphKind, storage._graph)
+        live = storage._graph
+        for step in range(60):
+            for _ in range(rng.randint(1, 6)):
+                a, b = f"n{rng.randint(0, 25)}", f"n{rng.randint(0, 25)}"
+                roll = rng.random()
+                if roll < 0.1 and a in live:
+                    await (storage.delete_node(a) if rng.random() < 0.5 else storage.remove_nodes([a, b]))
+                elif roll < 0.2 and live.has_edge(a, b):
+                    await storage.remove_edges([(b, a)])  # either orientation
+                elif roll < 0.3 and a != b:
+                    await storage.upsert_nodes_batch([(a, {"description": f"{a}@{step}", "entity_type": "x"})])
+                    await storage.upsert_edges_batch([(a, b, {"weight": str(step), "keywords": f"{a}-{b}"})])
+                elif a != b:
+                    await storage.upsert_node(a, {"description": f"{a}@{step}", "extra": str(step)})
+                    await storage.upsert_edge(b, a, {"weight": str(step), "keywords": f"{a}-{b}"})  # b's node implied
+            appends = state.appends
+            await storage.index_done_callback()
+            assert graph_content(networkx_impl.NetworkXStorage.load_nx_graph(state.file_name)) == graph_content(live)
+            assert state.touched == set()
+            assert state.appends == appends + 1 or state.rewrites  # the first flush of an empty file rewrites
+        # A flush with nothing touched appends nothing, even though the whole graph is there to compare.
+        appends = state.appends
+        await storage.index_done_callback()
+        assert state.appends == appends
+        await storage.upsert_node("n1", {"description": "changed once more"})
+        await storage.index_done_callback()
+        last = journal.read_journal(state.file_name)[-1]
+        assert last["nu"] == [["n1", {"description": "changed once more", **{
+            k: v for k, v in live.nodes["n1"].items() if k != "description"}}]] and not last["eu"]
+
+    asyncio.run(run())
+
+
+def test_the_doc_status_store_journals_every_write_and_persists_each_upsert_before_it_returns(registered, tmp_path):
+    """Through ``JsonDocStatusStorage``'s own writes (tracked by the ids they name): after every write that persists
+    at once (upsert, field update) the file read back already holds it, a row changed in place and upserted again
+    included; deletes reach the file at the next flush, a drop empties it."""
+    from lightrag.kg import json_doc_status_impl
+    from lightrag.kg.shared_storage import initialize_share_data
+
+    initialize_share_data()
+    rng = random.Random(5)
+
+    def read_back(path):
+        return json_doc_status_impl.load_json(path) or {}
+
+    async def run():
+        storage = json_doc_status_impl.JsonDocStatusStorage(
+            namespace="doc_status", workspace="ds", global_config={"working_dir": str(tmp_path)}, embedding_func=None)
+        state = registered("ds/kv_store_doc_status.json")
+        await storage.initialize()
+        mine: dict = {}  # rows this test upserted, kept and changed in place as a caller may
+        for step in range(60):
+            doc = f"doc-{rng.randint(0, 15)}"
+            roll = rng.random()
+            if roll < 0.2 and doc in storage._data:
+                await storage.delete([doc])
+                mine.pop(doc, None)
+                await storage.index_done_callback()
+            elif roll < 0.4 and doc in storage._data:
+                await storage.update_doc_status_fields(doc, {"status": "processed", "chunks_count": step})
+            elif doc in mine and roll < 0.6:
+                mine[doc]["status"] = f"changed in place {step}"  # the same object, upserted again
+                await storage.upsert({doc: mine[doc]})
+            else:
+                mine[doc] = {"status": "pending", "content_summary": f"{doc}@{step}", "created_at": "t",
+                             "updated_at": "t", "file_path": f"{doc}.txt", "chunks_list": [f"c{step}"]}
+                await storage.upsert({doc: mine[doc]})
+            assert read_back(state.file_name) == dict(storage._data)  # persisted when the write returned
+        assert state.appends > 0 and state.touched == set() and not state.pinned
+        await storage.drop()
+        assert read_back(state.file_name) == {}
+
+    asyncio.run(run())
 
 
 def flush_kv(state: journal.FileState, *versions: dict) -> None:
@@ -194,6 +307,14 @@ def test_a_prism_insert_is_journaled_until_finalize_and_reads_back_equal(tmp_pat
         await rag.ainsert(texts[:3], ids=["a", "b", "c"])
         await rag.ainsert(texts[3:], ids=["d", "e", "f"])  # the second run's flushes append
         await rag.adelete_by_doc_id("b")
+        # LightRAG's graph edits: every one must reach the journal through the tracked write API.
+        names = sorted(rag.chunk_entity_relation_graph._graph.nodes)
+        await rag.aedit_entity(names[0], {"description": "edited in place"})
+        await rag.acreate_entity("Journal Test Entity", {"description": "made by hand", "entity_type": "thing"})
+        await rag.acreate_relation("Journal Test Entity", names[1], {"description": "linked by hand",
+                                                                     "keywords": "test"})
+        await rag.amerge_entities([names[2], names[3]], names[2])
+        await rag.adelete_by_entity(names[4])
         workdir = tmp_path / "j"
         journals = sorted(p.name for p in workdir.glob("*" + journal.JOURNAL_SUFFIX))
         assert "vdb_entities.json" + journal.JOURNAL_SUFFIX in journals
@@ -201,10 +322,19 @@ def test_a_prism_insert_is_journaled_until_finalize_and_reads_back_equal(tmp_pat
         graph_file = str(workdir / "graph_chunk_entity_relation.graphml")
         live_graph = rag.chunk_entity_relation_graph._graph
         assert graph_content(networkx_impl.NetworkXStorage.load_nx_graph(graph_file)) == graph_content(live_graph)
+        for vdb in (rag.entities_vdb, rag.relationships_vdb, rag.chunks_vdb):
+            await vdb.index_done_callback()  # its pending rows applied and flushed
+            read_rows, read_matrix = nano_rows(nano_vector_db_impl.NanoVectorDB(
+                rag.embedding_func.embedding_dim, storage_file=vdb._client_file_name))
+            live_rows, live_matrix = nano_rows(vdb._client)
+            by_id = {row["__id__"]: (row, read_matrix[i]) for i, row in enumerate(read_rows)}
+            assert sorted(by_id) == sorted(row["__id__"] for row in live_rows)
+            for i, row in enumerate(live_rows):
+                assert by_id[row["__id__"]][0] == row
+                assert np.allclose(by_id[row["__id__"]][1], live_matrix[i], atol=1e-6)
         chunks_file = str(workdir / "vdb_chunks.json")
         read = sorted(r["__id__"] for r in nano_rows(nano_vector_db_impl.NanoVectorDB(
             rag.embedding_func.embedding_dim, storage_file=chunks_file))[0])
-        assert read == sorted(r["__id__"] for r in nano_rows(rag.chunks_vdb._client)[0])
         await rag.finalize_storages()
         assert list(workdir.glob("*" + journal.JOURNAL_SUFFIX)) == []
         assert graph_content(nx.read_graphml(graph_file)) == graph_content(live_graph)  # stock reader, base alone
@@ -225,3 +355,23 @@ def test_a_value_json_cannot_hold_makes_the_flush_a_whole_sanitising_rewrite(reg
     assert json_kv_impl.write_json({"a": {"v": "x"}, "b": {"v": "bad\ud800"}}, state.file_name) is True
     assert json_kv_impl.load_json(state.file_name) == {"a": {"v": "x"}, "b": {"v": "bad"}}
     assert not os.path.exists(journal.journal_path(state.file_name))
+
+
+def test_the_stock_baseline_runs_without_any_journal_hook_and_gets_them_back():
+    """``stock_storage_writers`` (the insert benchmark's stock side) undoes every replacement of journaled_stores."""
+    from lightrag.kg.json_doc_status_impl import JsonDocStatusStorage
+    from lightrag.kg.networkx_impl import NetworkXStorage
+
+    from lightrag_prism.patches.journaled_stores import _DOC_STATUS_WRITES, _GRAPH_WRITES
+    from lightrag_prism.patches.stock_writers import stock_storage_writers
+
+    def ours(function) -> bool:
+        return getattr(function, "__module__", "").startswith("lightrag_prism")
+
+    replaced = [(NetworkXStorage, name) for name in _GRAPH_WRITES] + [
+        (JsonDocStatusStorage, name) for name in _DOC_STATUS_WRITES] + [
+        (json_kv_impl, "write_json"), (json_kv_impl, "load_json"), (nano_vector_db_impl, "NanoVectorDB")]
+    assert all(ours(getattr(owner, name)) for owner, name in replaced)
+    with stock_storage_writers():
+        assert not any(ours(getattr(owner, name)) for owner, name in replaced)
+    assert all(ours(getattr(owner, name)) for owner, name in replaced)
