@@ -41,7 +41,10 @@ class QueryContext:
     async def snapshot(self) -> GraphSnapshot:
         """The instance's graph snapshot; if other processes' writes could not be checked or loaded, the answer
         comes from the last snapshot this process has, and the fallbacks say so (once per query)."""
+        from .retrievers.query_state import ensure_views  # retrievers import this module
+
         snapshot = await self.rag.graph_snapshot()
+        await ensure_views(self.rag, snapshot)
         watcher = getattr(self.rag, "version_watcher", None)
         failure = watcher.failure if watcher is not None else None
         if failure and not any(f["step"] == "freshness" for f in self.retrieval.metadata.get("fallbacks", [])):

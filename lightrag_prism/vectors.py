@@ -3,17 +3,20 @@
 Vectors come from the vector stores' public ``get_vectors_by_ids`` (every backend implements it); anything missing
 (another backend's gaps, a store written by older code) is re-embedded from the same text LightRAG indexes. The
 matrices are L2-normalised and cached in ``snapshot.derived``, so a query pays for them once per graph version.
-Given the snapshot a new one replaces (``base``), rows whose embedded text is unchanged (chunks: whose id is) are
-copied from it, and only new or changed rows are read from the store: a small insert costs its own rows.
+Given the snapshot a new one replaces (``base``), rows whose key (entity name, endpoint pair, chunk id) and embedded
+text are unchanged are copied from it, and only new or changed rows are read from the store: a small insert costs
+its own rows.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any, Callable
 
 import numpy as np
 from lightrag.utils import compute_mdhash_id
 
+from .patches import file_reads
 from .snapshot import GraphSnapshot
 
 
@@ -49,40 +52,50 @@ async def vectors_by_id(vdb, ids: list[str], texts: list[str], embedding_func, d
     return unit_rows(out)
 
 
-def carried_rows(keys: list[str], base_keys: list[str] | None, base_rows: np.ndarray | None,
+def carried_rows(keys: list, texts: list[str], base: tuple[list, list, np.ndarray] | None,
                  dim: int) -> tuple[np.ndarray, list[int]]:
-    """A (len(keys), dim) matrix with the rows of ``base_rows`` whose key is in ``base_keys`` copied in, and the
-    positions of the keys it lacks (all of them without a base)."""
+    """A (len(keys), dim) matrix with the rows of ``base = (keys, texts, rows)`` whose key and text are unchanged
+    copied in, and the positions it lacks (all of them without a base). Matched by key first, then the texts
+    compared: hashing the keys (names, id pairs) is cheap, hashing every text anew was not."""
     out = np.zeros((len(keys), dim), dtype=np.float32)
-    if base_rows is None or base_keys is None:
+    if base is None or base[2] is None:
         return out, list(range(len(keys)))
-    position = {key: i for i, key in enumerate(base_keys)}
-    found = [(i, position[key]) for i, key in enumerate(keys) if key in position]
-    if found:
-        rows, sources = (list(x) for x in zip(*found))
+    base_keys, base_texts, base_rows = base
+    position = dict(zip(base_keys, range(len(base_keys))))
+    rows, sources, missing = [], [], []
+    for i, (key, text) in enumerate(zip(keys, texts)):
+        j = position.get(key)
+        if j is not None and base_texts[j] == text:
+            rows.append(i)
+            sources.append(j)
+        else:
+            missing.append(i)
+    if rows:
         out[rows] = base_rows[sources]
-    return out, [i for i, key in enumerate(keys) if key not in position]
+    return out, missing
 
 
-async def vectors_carrying(rag, vdb, ids: list[str], texts: list[str], base_texts: list | None = None,
-                           base_rows: np.ndarray | None = None) -> np.ndarray:
-    """Unit rows for ``ids`` (their embedded ``texts`` aligned): a row whose text ``base_texts`` has is copied from
-    ``base_rows``; the rest are read by id from ``vdb`` (or embedded)."""
+async def vectors_carrying(rag, vdb, keys: list, texts: list[str], vdb_id: Callable[[Any], str],
+                           base: tuple[list, list, np.ndarray] | None = None) -> np.ndarray:
+    """Unit rows for ``keys`` (their embedded ``texts`` aligned): a row ``base = (keys, texts, rows)`` has for the
+    same key and text is copied; the rest are read from ``vdb`` by id (``vdb_id(key)``), or embedded."""
     dim = rag.embedding_func.embedding_dim
-    out, missing = carried_rows(texts, base_texts, base_rows, dim)
+    out, missing = carried_rows(keys, texts, base, dim)
     if missing:
-        out[missing] = await vectors_by_id(vdb, [ids[i] for i in missing], [texts[i] for i in missing],
+        out[missing] = await vectors_by_id(vdb, [vdb_id(keys[i]) for i in missing], [texts[i] for i in missing],
                                            rag.embedding_func, dim)
     return out
 
 
-async def _aligned(rag, name: str, snapshot: GraphSnapshot, base: GraphSnapshot | None, vdb, ids: list[str],
-                   texts: list[str]) -> np.ndarray:
-    """``snapshot.derived[name]``, its rows carried over from ``base`` by embedded text where they can be."""
+async def _aligned(rag, name: str, snapshot: GraphSnapshot, base: GraphSnapshot | None, vdb, keys: list,
+                   texts: list[str], vdb_id: Callable[[Any], str]) -> np.ndarray:
+    """``snapshot.derived[name]``, its rows carried over from ``base`` where key and text are unchanged."""
     if name not in snapshot.derived:
-        carried = (base.derived.get(f"{name}_texts"), base.derived.get(name)) if base is not None else (None, None)
-        snapshot.derived[name] = await vectors_carrying(rag, vdb, ids, texts, *carried)
-        snapshot.derived[f"{name}_texts"] = texts
+        carried = None
+        if base is not None and name in base.derived:
+            carried = (base.derived[f"{name}_keys"], base.derived[f"{name}_texts"], base.derived[name])
+        snapshot.derived[name] = await vectors_carrying(rag, vdb, keys, texts, vdb_id, carried)
+        snapshot.derived[f"{name}_keys"], snapshot.derived[f"{name}_texts"] = keys, texts
     return snapshot.derived[name]
 
 
@@ -90,9 +103,9 @@ async def entity_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None
     """(N, d) entity vectors aligned with ``snapshot.node_ids`` (rows of unchanged entities carried from ``base``)."""
     if "entity_vectors" in snapshot.derived:
         return snapshot.derived["entity_vectors"]
-    ids = [entity_vdb_id(n) for n in snapshot.node_ids]
     texts = [f"{n}\n{d.get('description', '')}" for n, d in zip(snapshot.node_ids, snapshot.node_data)]
-    return await _aligned(rag, "entity_vectors", snapshot, base, rag.entities_vdb, ids, texts)
+    return await _aligned(rag, "entity_vectors", snapshot, base, rag.entities_vdb, snapshot.node_ids, texts,
+                          entity_vdb_id)
 
 
 async def relation_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None = None) -> np.ndarray:
@@ -100,19 +113,21 @@ async def relation_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | No
     if "relation_vectors" in snapshot.derived:
         return snapshot.derived["relation_vectors"]
     keys = [snapshot.edge_key(e) for e in range(snapshot.num_edges)]
-    ids = [relation_vdb_id(s, t) for s, t in keys]
     texts = [f"{d.get('keywords', '')}\t{s}\n{t}\n{d.get('description', '')}"
              for (s, t), d in zip(keys, snapshot.edge_data)]
-    return await _aligned(rag, "relation_vectors", snapshot, base, rag.relationships_vdb, ids, texts)
+    return await _aligned(rag, "relation_vectors", snapshot, base, rag.relationships_vdb, keys, texts,
+                          lambda key: relation_vdb_id(*key))
 
 
 async def chunk_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None = None) -> np.ndarray:
     """(C, d) vectors of the snapshot's chunks (``snapshot.chunk_ids`` order), cached on the snapshot. Carried over
-    by text, not id: a document deleted and inserted again under its id gives new content the same chunk ids."""
+    by id and text: a document deleted and inserted again under its id gives new content the same chunk ids."""
     if "chunk_vectors" not in snapshot.derived:
-        records = await rag.text_chunks.get_by_ids(snapshot.chunk_ids) if snapshot.chunk_ids else []
+        records = file_reads.record_fields(rag.text_chunks, snapshot.chunk_ids, ("content",))
+        if records is None:
+            records = await rag.text_chunks.get_by_ids(snapshot.chunk_ids) if snapshot.chunk_ids else []
         texts = [(r or {}).get("content", "") for r in records]
-        await _aligned(rag, "chunk_vectors", snapshot, base, rag.chunks_vdb, snapshot.chunk_ids, texts)
+        await _aligned(rag, "chunk_vectors", snapshot, base, rag.chunks_vdb, snapshot.chunk_ids, texts, str)
     return snapshot.derived["chunk_vectors"]
 
 

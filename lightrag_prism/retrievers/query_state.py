@@ -65,16 +65,31 @@ def warm_snapshot(snapshot: GraphSnapshot, base: GraphSnapshot | None) -> None:
         fastrp_matrix(snapshot, base)
 
 
+VIEWS_READY, VIEWS_LOCK = "query_views_ready", "query_views_lock"
+
+
 async def prepare_views(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None) -> None:
     """Every view of ``snapshot`` the hipporag, prism and fidelis modes read, cached on it; what is unchanged since
     ``base`` (the snapshot it replaces) is carried over, not read again: vectors of unchanged entities, relations
     and passages (``vectors.py``), the name and fact indexes (``hipporag/index.py``), synonyms and FastRP."""
-    store = hippo_state(rag).fact_index.store
-    async with store.one_flush() if store is not None else contextlib.nullcontext():  # names and facts
-        await asyncio.gather(hipporag_graph(rag, snapshot, base), fact_view(rag, snapshot),
-                             entity_matrix(rag, snapshot, base), relation_matrix(rag, snapshot, base),
-                             chunk_matrix(rag, snapshot, base))  # the last three: fidelis, prism
-    await asyncio.to_thread(warm_snapshot, snapshot, base)
+    async with snapshot.derived.setdefault(VIEWS_LOCK, asyncio.Lock()):
+        if snapshot.derived.get(VIEWS_READY):
+            return
+        store = hippo_state(rag).fact_index.store
+        async with store.one_flush() if store is not None else contextlib.nullcontext():  # names and facts
+            await asyncio.gather(hipporag_graph(rag, snapshot, base), fact_view(rag, snapshot, base),
+                                 entity_matrix(rag, snapshot, base), relation_matrix(rag, snapshot, base),
+                                 chunk_matrix(rag, snapshot, base))  # the last three: fidelis, prism
+        await asyncio.to_thread(warm_snapshot, snapshot, base)
+        snapshot.derived[VIEWS_READY] = True
+
+
+async def ensure_views(rag, snapshot: GraphSnapshot) -> None:
+    """Before a query reads ``snapshot``: its views, prepared from the snapshot it replaced if no insert did it
+    (after a deletion or an edit, which leave that to the first query, so a loop of edits pays nothing per edit).
+    Without ``prepare_query_indexes`` each mode builds the views it reads, from scratch."""
+    if not snapshot.derived.get(VIEWS_READY) and getattr(rag, "prepare_query_indexes", False):
+        await prepare_views(rag, snapshot, rag._snapshots.previous)
 
 
 async def prepare_query_state(rag, full_gc: bool = False) -> bool:

@@ -68,6 +68,7 @@ def _count_vector_reads(rag) -> dict[str, list[int]]:
 async def test_a_small_insert_reads_only_its_own_rows_and_matches_a_fresh_build(tmp_path):
     import numpy as np
 
+    from lightrag_prism.retrievers.hipporag.facts import fact_view, snapshot_facts
     from lightrag_prism.retrievers.hipporag.graph import hipporag_graph
     from lightrag_prism.snapshot import snapshot_from_storage
     from lightrag_prism.vectors import chunk_matrix, entity_matrix, relation_matrix
@@ -90,6 +91,10 @@ async def test_a_small_insert_reads_only_its_own_rows_and_matches_a_fresh_build(
         fresh = await snapshot_from_storage(rag.chunk_entity_relation_graph)  # the same graph, built from scratch
         for matrix in (entity_matrix, relation_matrix, chunk_matrix):
             np.testing.assert_allclose(await matrix(rag, after), await matrix(rag, fresh), atol=1e-6)
+        # Facts of unchanged edges carried from the previous view: the same facts, in the same order.
+        assert after.derived["hipporag_facts"].facts == snapshot_facts(fresh)
+        np.testing.assert_allclose(after.derived["hipporag_facts"].vectors, (await fact_view(rag, fresh)).vectors,
+                                   atol=1e-6)
         incremental, scratch = after.derived["hipporag_graph"], await hipporag_graph(rag, fresh)
         assert incremental.passage_ids == scratch.passage_ids
         np.testing.assert_allclose(incremental.passage_vectors, scratch.passage_vectors, atol=1e-6)

@@ -157,6 +157,21 @@ async def test_fastrp_is_cached_and_updated_incrementally_when_the_graph_grows(r
     rebuilt = FastRPState.build(second.adj[perm][:, perm]).embedding
     assert np.allclose(cache.embedding[perm], rebuilt, atol=1e-5)
 
+    # A deleted entity keeps its row as an isolated tombstone: still incremental, and equal to a full build of
+    # the graph laid out in the state's order with that row empty.
+    await rag.adelete_by_entity("Gina Hale")
+    await rag.aquery_data(QUERY, qp("prism"))
+    third = await rag.graph_snapshot()
+    cache = third.derived[prism_expand.FASTRP_KEY]
+    assert "Gina Hale" not in third.node_index and cache.incremental and "Gina Hale" in cache.order
+    rows = np.array([third.node_index.get(n, -1) for n in cache.order])
+    live = np.flatnonzero(rows >= 0)
+    laid_out = np.zeros((len(rows), len(rows)))
+    laid_out[np.ix_(live, live)] = third.adj.toarray()[np.ix_(rows[live], rows[live])]
+    rebuilt = FastRPState.build(laid_out).embedding
+    assert np.allclose(cache.embedding[rows[live]], rebuilt[live], atol=1e-5)
+    assert not rebuilt[cache.order.index("Gina Hale")].any()  # the tombstone is isolated
+
 
 class PublicGraphOnly:
     """A graph storage exposing only BaseGraphStorage's public methods, delegating to another storage."""

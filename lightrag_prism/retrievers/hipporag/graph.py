@@ -31,6 +31,7 @@ import scipy.sparse as sp
 from lightrag.base import DocStatus
 
 from ...graph import knn
+from ...patches import file_reads
 from ...graph.ppr import Transition, transition_matrix
 from ...plugin_state import find_plugin_state
 from ...snapshot import GraphSnapshot
@@ -154,24 +155,33 @@ class HippoGraph:
 
 async def all_passage_ids(rag, snapshot: GraphSnapshot) -> list[str]:
     """Graph-referenced chunk ids first (snapshot order), then the other chunks of processed documents."""
-    docs = await rag.doc_status.get_docs_by_statuses([DocStatus.PROCESSED])
-    extra = []
-    for status in docs.values():
-        extra.extend(getattr(status, "chunks_list", None) or [])
+    extra = file_reads.processed_chunk_lists(rag.doc_status, DocStatus.PROCESSED.value)
+    if extra is None:
+        docs = await rag.doc_status.get_docs_by_statuses([DocStatus.PROCESSED])
+        extra = [chunk for status in docs.values() for chunk in getattr(status, "chunks_list", None) or []]
     return list(dict.fromkeys(list(snapshot.chunk_ids) + extra))
+
+
+async def passage_records(rag, ids: list[str]) -> list[dict | None]:
+    """``content`` and ``file_path`` of each chunk id (None: ``text_chunks`` lacks it)."""
+    if not ids:
+        return []
+    records = file_reads.record_fields(rag.text_chunks, ids, ("content", "file_path"))
+    return records if records is not None else await rag.text_chunks.get_by_ids(ids)
 
 
 async def _passages(rag, snapshot: GraphSnapshot, base: "HippoGraph | None"
                     ) -> tuple[list[str], list[dict], np.ndarray]:
     """Every passage's record and vector; vectors of passages whose text ``base`` had are carried over."""
     ids = await all_passage_ids(rag, snapshot)
-    records = await rag.text_chunks.get_by_ids(ids) if ids else []
+    records = await passage_records(rag, ids)
     data = [{"content": (r or {}).get("content", ""), "file_path": (r or {}).get("file_path", "unknown_source"),
              "valid": r is not None} for r in records]
-    carried = (None, None)
+    carried = None
     if base is not None:  # a passage text_chunks lost has no vector worth keeping
-        carried = ([d["content"] if d["valid"] else None for d in base.passage_data], base.passage_vectors)
-    vectors = await vectors_carrying(rag, rag.chunks_vdb, ids, [d["content"] for d in data], *carried)
+        carried = (base.passage_ids, [d["content"] if d["valid"] else None for d in base.passage_data],
+                   base.passage_vectors)
+    vectors = await vectors_carrying(rag, rag.chunks_vdb, ids, [d["content"] for d in data], str, carried)
     return ids, data, vectors
 
 

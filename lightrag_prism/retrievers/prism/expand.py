@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
 from ...graph import (
     FastRPState,
@@ -128,27 +129,38 @@ class _FastRPCache:
     incremental: bool
 
 
+TOMBSTONE_LIMIT = 0.1  # rebuild FastRP from scratch once this share of its rows are deleted nodes
+
+
 def fastrp_matrix(snap: GraphSnapshot, previous: GraphSnapshot | None) -> np.ndarray:
     """FastRP embeddings in snapshot order, cached on the snapshot.
 
-    When the previous snapshot has FastRP and the node set only grew, the state is updated incrementally (the new
-    graph is permuted into "old nodes in their old order, then new nodes", which is what ``FastRPState.update``
-    requires); otherwise it is built from scratch.
+    When the previous snapshot has FastRP, the state is updated incrementally: the new graph is laid out as "old
+    nodes in their old order, then new nodes", which is what ``FastRPState.update`` requires. A deleted node keeps
+    its row as an isolated tombstone (its random projection row stays put, so no other row moves) until tombstones
+    are :data:`TOMBSTONE_LIMIT` of the rows; otherwise, and without a previous state, it is built from scratch.
     """
     cached = snap.derived.get(FASTRP_KEY)
     if cached is not None:
         return cached.embedding
     old = previous.derived.get(FASTRP_KEY) if previous is not None else None
-    if old is not None and all(name in snap.node_index for name in old.order):
+    rows = None
+    if old is not None:
         known = set(old.order)
         order = old.order + [name for name in snap.node_ids if name not in known]
-        perm = np.fromiter((snap.node_index[name] for name in order), dtype=np.int64, count=len(order))
-        state, incremental = old.state.update(snap.adj[perm][:, perm]), True
+        rows = np.fromiter((snap.node_index.get(name, -1) for name in order), dtype=np.int64, count=len(order))
+        if np.count_nonzero(rows < 0) > TOMBSTONE_LIMIT * len(order):
+            rows = None
+    if rows is not None:
+        live = np.flatnonzero(rows >= 0)
+        # Q maps the snapshot's nodes onto the state's rows (a tombstone's row gets no entry): Q A Q^T.
+        q = sp.csr_matrix((np.ones(len(live)), (live, rows[live])), shape=(len(order), snap.num_nodes))
+        state, incremental = old.state.update(q @ snap.adj @ q.T), True
     else:
-        order, perm = list(snap.node_ids), np.arange(snap.num_nodes)
+        order, live, rows = list(snap.node_ids), np.arange(snap.num_nodes), np.arange(snap.num_nodes)
         state, incremental = FastRPState.build(snap.adj), False
-    embedding = np.empty_like(state.embedding)
-    embedding[perm] = state.embedding
+    embedding = np.empty((snap.num_nodes, state.embedding.shape[1]), dtype=state.embedding.dtype)
+    embedding[rows[live]] = state.embedding[live]
     snap.derived[FASTRP_KEY] = _FastRPCache(state, order, embedding, incremental)
     return embedding
 
