@@ -319,7 +319,6 @@ class FileState:
     lock: threading.Lock = field(default_factory=threading.Lock)
     # Keys changed since ``saved`` was noted, for a tracked kind (None: unknown, the next flush compares all).
     touched: set | None = None
-    tracked: bool = False
     # Keys a write in progress is changing: every flush meanwhile looks at them (see :func:`pinned`).
     pinned: dict = field(default_factory=dict)
     touch_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -330,14 +329,13 @@ class FileState:
         """``obj`` is now the file's content: nothing is touched since."""
         self.saved = kind.content(obj)
         with self.touch_lock:
-            self.tracked = kind.tracked
             self.touched = set() if kind.tracked else None
 
-    def take_touched(self) -> set | None:
-        """The keys a flush must look at (None: all), tracking afresh from here (for a tracked kind)."""
+    def take_touched(self, kind) -> set | None:
+        """The keys a flush of ``kind`` must look at (None: all), tracking afresh from here if it is tracked."""
         with self.touch_lock:
             touched = self.touched
-            if touched is None and not self.tracked:
+            if not kind.tracked:
                 return None
             self.touched = set()
             return None if touched is None else touched | set(self.pinned)
@@ -436,7 +434,7 @@ def flush(state: FileState, kind, obj, whole: Callable[[], None]) -> None:
                 or should_compact(state.file_name, state.journal_bytes):  # no content, or the base was replaced
             _rewrite(state, kind, obj, whole)
             return
-        touched = state.take_touched()
+        touched = state.take_touched(kind)
         try:
             record = kind.changes(state.saved, obj, touched)
             if record is None:

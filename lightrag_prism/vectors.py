@@ -58,7 +58,7 @@ def carried_rows(keys: list, texts: list[str], base: tuple[list, list, np.ndarra
     copied in, and the positions it lacks (all of them without a base). Matched by key first, then the texts
     compared: hashing the keys (names, id pairs) is cheap, hashing every text anew was not."""
     out = np.zeros((len(keys), dim), dtype=np.float32)
-    if base is None or base[2] is None:
+    if base is None:
         return out, list(range(len(keys)))
     base_keys, base_texts, base_rows = base
     position = dict(zip(base_keys, range(len(base_keys))))
@@ -119,14 +119,20 @@ async def relation_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | No
                           lambda key: relation_vdb_id(*key))
 
 
+async def chunk_records(rag, ids: list[str], fields: tuple[str, ...]) -> list[dict | None]:
+    """``fields`` of each chunk's record in ``text_chunks`` (None: it lacks the chunk); from the JSON store's memory
+    without LightRAG's deep copies when it can (``patches/file_reads.py``)."""
+    if not ids:
+        return []
+    records = file_reads.record_fields(rag.text_chunks, ids, fields)
+    return records if records is not None else await rag.text_chunks.get_by_ids(ids)
+
+
 async def chunk_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None = None) -> np.ndarray:
     """(C, d) vectors of the snapshot's chunks (``snapshot.chunk_ids`` order), cached on the snapshot. Carried over
     by id and text: a document deleted and inserted again under its id gives new content the same chunk ids."""
     if "chunk_vectors" not in snapshot.derived:
-        records = file_reads.record_fields(rag.text_chunks, snapshot.chunk_ids, ("content",))
-        if records is None:
-            records = await rag.text_chunks.get_by_ids(snapshot.chunk_ids) if snapshot.chunk_ids else []
-        texts = [(r or {}).get("content", "") for r in records]
+        texts = [(r or {}).get("content", "") for r in await chunk_records(rag, snapshot.chunk_ids, ("content",))]
         await _aligned(rag, "chunk_vectors", snapshot, base, rag.chunks_vdb, snapshot.chunk_ids, texts, str)
     return snapshot.derived["chunk_vectors"]
 

@@ -214,25 +214,20 @@ _GRAPH_WRITES = {  # method -> what it changes, from its arguments
 }
 
 
-def _doc_status_keys(method: str):
-    """A wrapper of a ``JsonDocStatusStorage`` write method that notes the document ids it names. Upserts and field
-    updates flush before they return, so their ids are pinned around the call (``journal.pinned``)."""
-    def named_ids(args, kwargs) -> list:
-        if method == "upsert":
-            return list(args[0] if args else kwargs["data"])
-        if method == "update_doc_status_fields":
-            return [args[0] if args else kwargs["doc_id"]]
-        return list(args[0] if args else kwargs["doc_ids"])  # delete
-
+def _doc_status_keys(named_ids):
+    """A wrapper of a ``JsonDocStatusStorage`` write method that notes the document ids it names
+    (``named_ids(*args)``). Upserts and field updates flush before they return, so the ids are pinned around the
+    call (``journal.pinned``); a write whose ids the arguments do not name (``named_ids`` None) makes the flushes
+    during and after it compare everything."""
     def wrap(original):
         async def write(self, *args, **kwargs):
-            if method in ("repair_source_conflict", "drop"):  # ids the arguments do not name
+            if named_ids is None:
                 journal.untrack(self._file_name)
                 try:
                     return await original(self, *args, **kwargs)
                 finally:
                     journal.untrack(self._file_name)
-            with journal.pinned(self._file_name, named_ids(args, kwargs)):
+            with journal.pinned(self._file_name, named_ids(*args, **kwargs)):
                 return await original(self, *args, **kwargs)
 
         return _marked(write)
@@ -240,7 +235,13 @@ def _doc_status_keys(method: str):
     return wrap
 
 
-_DOC_STATUS_WRITES = ("upsert", "update_doc_status_fields", "delete", "repair_source_conflict", "drop")
+_DOC_STATUS_WRITES = {  # method -> the document ids it changes, from its arguments (None: not named by them)
+    "upsert": lambda data: list(data),
+    "update_doc_status_fields": lambda doc_id, fields, missing_ok=False: [doc_id],
+    "delete": lambda doc_ids: list(doc_ids),
+    "repair_source_conflict": None,
+    "drop": None,
+}
 
 
 def _kv_write(kind):
@@ -288,14 +289,15 @@ def install() -> None:
     _replace(json_kv_impl, "write_json", _kv_write(journal.KVKind))
     _replace(json_doc_status_impl, "load_json", _replaying_loader(journal.DocStatusKind))
     _replace(json_doc_status_impl, "write_json", _kv_write(journal.DocStatusKind))
-    for name in _DOC_STATUS_WRITES:
-        _replace(json_doc_status_impl.JsonDocStatusStorage, name, _doc_status_keys(name))
+    for name, named_ids in _DOC_STATUS_WRITES.items():
+        _replace(json_doc_status_impl.JsonDocStatusStorage, name, _doc_status_keys(named_ids))
 
 
 def register_files(rag) -> list[journal.FileState]:
     """Journal the files of ``rag``'s storages: the vector stores, the graph, the JSON KV stores (chunks, documents,
-    entity and relation chunk lists, the LLM cache, the plugin's vector cache) and the doc-status store. None in LightRAG's multi-process mode. Called before the storages are initialized; the vector
-    stores have loaded their files already, so their content is noted here."""
+    entity and relation chunk lists, the LLM cache, the plugin's vector cache) and the doc-status store. None in
+    LightRAG's multi-process mode. Called before the storages are initialized; the vector stores and the graph
+    loaded their files when LightRAG constructed them, so their content is noted here."""
     from lightrag.kg import shared_storage
     from lightrag.kg.json_doc_status_impl import JsonDocStatusStorage
     from lightrag.kg.json_kv_impl import JsonKVStorage

@@ -62,12 +62,12 @@ def snapshot_facts(snapshot: GraphSnapshot, base: GraphSnapshot | None = None) -
     """One fact per snapshot edge, aligned with ``edge_src``/``edge_tgt``; the fact of an edge ``base`` had with
     the same endpoints, keywords and description is taken from ``base``'s fact view."""
     view = base.derived.get("hipporag_facts") if base is not None else None
-    position = {base.edge_key(j): j for j in range(base.num_edges)} if view is not None else {}
+    position = base.edge_index() if view is not None else {}  # both orientations: the same one is checked
     facts = []
     for e, edge in enumerate(snapshot.edge_data):
         key = snapshot.edge_key(e)
         j = position.get(key)
-        if j is not None and base.edge_data[j].get("keywords") == edge.get("keywords") \
+        if j is not None and base.edge_key(j) == key and base.edge_data[j].get("keywords") == edge.get("keywords") \
                 and base.edge_data[j].get("description") == edge.get("description"):
             facts.append(view.facts[j])
             continue

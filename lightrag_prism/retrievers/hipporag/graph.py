@@ -31,11 +31,11 @@ import scipy.sparse as sp
 from lightrag.base import DocStatus
 
 from ...graph import knn
-from ...patches import file_reads
 from ...graph.ppr import Transition, transition_matrix
+from ...patches import file_reads
 from ...plugin_state import find_plugin_state
 from ...snapshot import GraphSnapshot
-from ...vectors import vectors_carrying
+from ...vectors import chunk_records, vectors_carrying
 from .index import EmbeddingIndex
 from ..passage_rank import PassageGraph, build_passage_graph
 
@@ -162,19 +162,11 @@ async def all_passage_ids(rag, snapshot: GraphSnapshot) -> list[str]:
     return list(dict.fromkeys(list(snapshot.chunk_ids) + extra))
 
 
-async def passage_records(rag, ids: list[str]) -> list[dict | None]:
-    """``content`` and ``file_path`` of each chunk id (None: ``text_chunks`` lacks it)."""
-    if not ids:
-        return []
-    records = file_reads.record_fields(rag.text_chunks, ids, ("content", "file_path"))
-    return records if records is not None else await rag.text_chunks.get_by_ids(ids)
-
-
 async def _passages(rag, snapshot: GraphSnapshot, base: "HippoGraph | None"
                     ) -> tuple[list[str], list[dict], np.ndarray]:
     """Every passage's record and vector; vectors of passages whose text ``base`` had are carried over."""
     ids = await all_passage_ids(rag, snapshot)
-    records = await passage_records(rag, ids)
+    records = await chunk_records(rag, ids, ("content", "file_path"))
     data = [{"content": (r or {}).get("content", ""), "file_path": (r or {}).get("file_path", "unknown_source"),
              "valid": r is not None} for r in records]
     carried = None
