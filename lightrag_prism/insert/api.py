@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from functools import partial
 from typing import Any
@@ -168,6 +169,9 @@ class InsertFeaturesMixin:
         await self.version_watcher.adopt_current()
         if self.prepare_query_indexes:  # a restarted process answers its first hipporag/prism query warm
             await prepare_query_state(self)
+            prepare_queries = getattr(inspect.unwrap(self.embedding_func.func), "prepare_queries", None)
+            if prepare_queries is not None:  # the local embedder's in-process query encoder
+                await asyncio.to_thread(prepare_queries)
         self.version_watcher.start()
 
     async def ainsert(self, input, split_by_character=None, split_by_character_only=False, ids=None,

@@ -66,3 +66,31 @@ async def test_queries_are_embedded_in_process_and_documents_by_the_worker_alike
     assert np.einsum("ij,ij->i", query, document).min() > 0.999
     with pytest.raises(ValueError, match="query_runtime"):
         local_embedding_func(query_runtime="gpu")
+
+
+@pytest.mark.asyncio
+async def test_a_prism_instance_loads_the_query_encoder_at_start_not_in_its_first_query(tmp_path):
+    """``initialize_storages`` calls the embedder's ``prepare_queries`` (the local embedder's is the numpy
+    encoder's loader; with queries sent to the worker it has none)."""
+    from dataclasses import replace
+
+    from lightrag_prism import PrismRAG
+    from lightrag_prism.backends import query_encoder
+    from tests.helpers import hash_embedding_func
+
+    assert local_embedding_func().func.prepare_queries is query_encoder.shared_encoder
+    assert not hasattr(local_embedding_func(query_runtime="worker").func, "prepare_queries")
+
+    embedding = hash_embedding_func()
+    calls = []
+
+    async def embed(texts, **kwargs):
+        return await embedding.func(texts, **kwargs)
+
+    embed.prepare_queries = lambda: calls.append("loaded")
+    rag = PrismRAG(working_dir=str(tmp_path), embedding_func=replace(embedding, func=embed))
+    await rag.initialize_storages()
+    try:
+        assert calls == ["loaded"]
+    finally:
+        await rag.finalize_storages()
