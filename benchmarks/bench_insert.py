@@ -18,9 +18,10 @@ offline spaCy extractor and the local all-MiniLM-L6-v2 embedder (``embedding_bat
 The time covers ``ainsert`` and ``finalize_storages`` (everything durable). It prints passages/s, ms per passage and
 the ratio of the per-passage cost at each size to the smallest size, then, for prism, the first ``prism`` and
 ``hipporag`` query after the insert against the median of warm queries, and the same after a second, small
-insert (``--followup`` passages), with that insert's time, then the deletion of one of those documents; stock
-LightRAG's small insert and deletion are timed in the same run (without the query, which it lacks), and a last
-table gives each against the bulk cost of as many passages. Writes ``benchmarks/results/bench_insert.json``.
+insert (``--followup`` passages, the same ones at every size: see :func:`followup_passages`), with that insert's
+time, then the deletion of one of those documents; stock LightRAG's small insert and deletion are timed in the same
+run (without the query, which it lacks), and a last table gives each against the bulk cost of as many passages and
+of as much text. Writes ``benchmarks/results/bench_insert.json``.
 """
 
 from __future__ import annotations
@@ -190,26 +191,39 @@ def report_line(side: str, n: int, seconds: float, base_ms: float | None) -> str
 
 
 def followup_table(results: dict) -> str:
-    """+k and delete-one against the bulk cost of as many passages in the same index (the issue's ratios)."""
-    lines = ["", "| side | passages | +k insert (+ first prism query) s | / bulk cost of k | delete one (+ query) s "
-             "| / bulk cost of 1 |", "|---|---|---|---|---|---|"]
+    """+k and delete-one against the bulk cost of as many passages in the same index (the issue's ratios), and
+    against the bulk cost of as much text (the follow-up passages are not of average length)."""
+    lines = ["", "| side | passages | +k insert (+ first prism query) s | / bulk cost of k | / bulk cost of their text "
+             "| delete one (+ query) s | / bulk cost of 1 | / bulk cost of its text |", "|---|---|---|---|---|---|---|---|"]
     for side in ("prism", "stock"):
         for n, run in sorted(results[side].items()):
             follow = run.get("queries", {}).get("followup")
             if not follow:
                 continue
-            per_passage = run["seconds"] / n
+            per_passage, per_char = run["seconds"] / n, run["seconds"] / results["chars"][n]
             add = follow["insert_seconds"] + follow["first_query_seconds"]
             delete = follow["delete_seconds"] + follow["first_query_after_delete_seconds"]
             lines.append(f"| {side} | {n} | {add:.2f} | {add / (follow['passages'] * per_passage):.1f}x "
-                         f"| {delete:.2f} | {delete / per_passage:.1f}x |")
+                         f"| {add / (results['followup_chars'] * per_char):.1f}x | {delete:.2f} "
+                         f"| {delete / per_passage:.1f}x | {delete / (results['deleted_chars'] * per_char):.1f}x |")
     return "\n".join(lines)
+
+
+FOLLOWUP_POOL = 1_000  # the follow-up passages are spread over the corpus's last FOLLOWUP_POOL passages
+
+
+def followup_passages(corpus, k: int) -> list:
+    """The same ``k`` passages whatever the index size (evenly spaced over the corpus's last
+    :data:`FOLLOWUP_POOL`, which no measured index holds): the first runs took the ``k`` passages after the index,
+    so each size inserted other texts (the ten after 3,000 passages were 2.9 times as long as those after 1,000)."""
+    pool = corpus[-FOLLOWUP_POOL:]
+    return pool[::max(1, len(pool) // k)][:k] if k else []
 
 
 def measure(side: str, n: int, followup: int, root: Path, profile: bool) -> dict:
     """One side at one size, in this process (an empty working dir, the models loaded before the clock starts)."""
     corpus = load_2wiki_corpus()
-    passages, extra = corpus[:n], corpus[n:n + followup]
+    passages, extra = corpus[:n], followup_passages(corpus, followup)
     work = root / f"{side}-{n}"
     shutil.rmtree(work, ignore_errors=True)
     result = {"embedder_precision": warm_up()}
@@ -274,9 +288,14 @@ def main() -> None:
         return
     sizes = sorted(int(s) for s in args.sizes.split(",") if s.strip())
     baseline = sorted(int(s) for s in args.baseline_sizes.split(",") if s.strip())
-    if max(sizes + baseline) + args.followup > len(load_2wiki_corpus()):
-        raise SystemExit(f"the corpus has {len(load_2wiki_corpus())} passages")
-    results: dict = {"corpus": "2wikimultihopqa", "stack": args.stack, "prism": {}, "stock": {}}
+    corpus = load_2wiki_corpus()
+    if max(sizes + baseline) > len(corpus) - FOLLOWUP_POOL:
+        raise SystemExit(f"sizes up to {len(corpus) - FOLLOWUP_POOL}: the corpus has {len(corpus)} passages, the "
+                         f"last {FOLLOWUP_POOL} kept for the follow-up insert")
+    results: dict = {"corpus": "2wikimultihopqa", "stack": args.stack, "prism": {}, "stock": {},
+                     "chars": {n: sum(len(p.content) for p in corpus[:n]) for n in set(sizes + baseline)},
+                     "followup_chars": sum(len(p.content) for p in followup_passages(corpus, args.followup)),
+                     "deleted_chars": sum(len(p.content) for p in followup_passages(corpus, args.followup)[:1])}
     with database(args.stack, root):
         for side, side_sizes in (("prism", sizes), ("stock", baseline)):
             for n in side_sizes:

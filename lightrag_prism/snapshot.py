@@ -82,6 +82,29 @@ class GraphSnapshot:
         return [self.chunk_ids[c] for c in row.indices[row.indptr[e]:row.indptr[e + 1]]]
 
 
+def rows_from(snapshot: GraphSnapshot, base: GraphSnapshot) -> tuple[np.ndarray, np.ndarray]:
+    """For each node and each edge of ``snapshot``, its index in ``base`` if ``base`` has it (same name; same
+    endpoints in the same orientation) with equal data, else -1: what a view of ``snapshot`` can copy from the
+    same view of ``base``. One pass, cached on ``snapshot`` for that ``base``; the data dicts of an unchanged item
+    hold the very same strings, so comparing them costs next to nothing."""
+    cached = snapshot.derived.get("rows_from")
+    if cached is not None and cached[0] == (id(base), base.version):
+        return cached[1], cached[2]
+    base_nodes, base_data = base.node_index, base.node_data
+    nodes = np.fromiter((j if j is not None and base_data[j] == data else -1
+                         for j, data in ((base_nodes.get(name), data)
+                                         for name, data in zip(snapshot.node_ids, snapshot.node_data))),
+                        dtype=np.int64, count=snapshot.num_nodes)
+    base_edges, base_edge_data = base.edge_index(), base.edge_data
+    edges = np.full(snapshot.num_edges, -1, dtype=np.int64)
+    for e, data in enumerate(snapshot.edge_data):
+        j = base_edges.get(snapshot.edge_key(e))
+        if j is not None and base_edge_data[j] == data:  # the data names source and target: same orientation
+            edges[e] = j
+    snapshot.derived["rows_from"] = ((id(base), base.version), nodes, edges)
+    return nodes, edges
+
+
 def is_cooccurrence(edge: dict) -> bool:
     """True when the relation's only keyword says its entities merely share a sentence (offline extractor)."""
     keywords = {k.strip() for k in str(edge.get("keywords") or "").split(",") if k.strip()}

@@ -3,21 +3,21 @@
 Vectors come from the vector stores' public ``get_vectors_by_ids`` (every backend implements it); anything missing
 (another backend's gaps, a store written by older code) is re-embedded from the same text LightRAG indexes. The
 matrices are L2-normalised and cached in ``snapshot.derived``, so a query pays for them once per graph version.
-Given the snapshot a new one replaces (``base``), rows whose key (entity name, endpoint pair, chunk id) and embedded
-text are unchanged are copied from it, and only new or changed rows are read from the store: a small insert costs
-its own rows.
+Given the snapshot a new one replaces (``base``), the rows of entities and relations whose data is unchanged
+(``snapshot.rows_from``) and of chunks whose id and text are the same, are copied from it, and only new or changed rows are
+read from the store: a small insert costs its own rows.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 from lightrag.utils import compute_mdhash_id
 
 from .patches import file_reads
-from .snapshot import GraphSnapshot
+from .snapshot import GraphSnapshot, rows_from
 
 
 def entity_vdb_id(name: str) -> str:
@@ -52,71 +52,62 @@ async def vectors_by_id(vdb, ids: list[str], texts: list[str], embedding_func, d
     return unit_rows(out)
 
 
-def carried_rows(keys: list, texts: list[str], base: tuple[list, list, np.ndarray] | None,
-                 dim: int) -> tuple[np.ndarray, list[int]]:
-    """A (len(keys), dim) matrix with the rows of ``base = (keys, texts, rows)`` whose key and text are unchanged
-    copied in, and the positions it lacks (all of them without a base). Matched by key first, then the texts
-    compared: hashing the keys (names, id pairs) is cheap, hashing every text anew was not."""
-    out = np.zeros((len(keys), dim), dtype=np.float32)
-    if base is None:
-        return out, list(range(len(keys)))
-    base_keys, base_texts, base_rows = base
+def matched_rows(keys: list, texts: list[str], base_keys: list, base_texts: list) -> np.ndarray:
+    """For each (key, text), the index of the same key with the same text in the base lists, else -1. Matched by key
+    first, then the texts compared: hashing the keys (ids) is cheap, hashing every text anew was not."""
     position = dict(zip(base_keys, range(len(base_keys))))
-    rows, sources, missing = [], [], []
-    for i, (key, text) in enumerate(zip(keys, texts)):
-        j = position.get(key)
-        if j is not None and base_texts[j] == text:
-            rows.append(i)
-            sources.append(j)
-        else:
-            missing.append(i)
-    if rows:
-        out[rows] = base_rows[sources]
-    return out, missing
+    return np.fromiter((j if j is not None and base_texts[j] == text else -1
+                        for j, text in ((position.get(key), text) for key, text in zip(keys, texts))),
+                       dtype=np.int64, count=len(keys))
 
 
-async def vectors_carrying(rag, vdb, keys: list, texts: list[str], vdb_id: Callable[[Any], str],
-                           base: tuple[list, list, np.ndarray] | None = None) -> np.ndarray:
-    """Unit rows for ``keys`` (their embedded ``texts`` aligned): a row ``base = (keys, texts, rows)`` has for the
-    same key and text is copied; the rest are read from ``vdb`` by id (``vdb_id(key)``), or embedded."""
+async def vectors_carrying(rag, vdb, sources: np.ndarray, base_rows: np.ndarray | None,
+                           item: Callable[[int], tuple[str, str]]) -> np.ndarray:
+    """Unit rows, one per entry of ``sources``: row ``sources[i]`` of ``base_rows`` where it is >= 0, the others
+    read from ``vdb`` by id (or embedded), ``item(i) -> (id, text)`` naming them (built for those rows only)."""
     dim = rag.embedding_func.embedding_dim
-    out, missing = carried_rows(keys, texts, base, dim)
+    keep = sources >= 0 if base_rows is not None else np.zeros(len(sources), dtype=bool)
+    # One gather (the rows of missing entries are overwritten below): a zeroed matrix filled through the mask
+    # passed over the memory twice.
+    out = base_rows[np.maximum(sources, 0)] if keep.any() else np.zeros((len(sources), dim), dtype=np.float32)
+    missing = np.flatnonzero(~keep).tolist()
     if missing:
-        out[missing] = await vectors_by_id(vdb, [vdb_id(keys[i]) for i in missing], [texts[i] for i in missing],
-                                           rag.embedding_func, dim)
+        ids, texts = zip(*(item(i) for i in missing))
+        out[missing] = await vectors_by_id(vdb, list(ids), list(texts), rag.embedding_func, dim)
     return out
 
 
-async def _aligned(rag, name: str, snapshot: GraphSnapshot, base: GraphSnapshot | None, vdb, keys: list,
-                   texts: list[str], vdb_id: Callable[[Any], str]) -> np.ndarray:
-    """``snapshot.derived[name]``, its rows carried over from ``base`` where key and text are unchanged."""
-    if name not in snapshot.derived:
-        carried = None
-        if base is not None and name in base.derived:
-            carried = (base.derived[f"{name}_keys"], base.derived[f"{name}_texts"], base.derived[name])
-        snapshot.derived[name] = await vectors_carrying(rag, vdb, keys, texts, vdb_id, carried)
-        snapshot.derived[f"{name}_keys"], snapshot.derived[f"{name}_texts"] = keys, texts
-    return snapshot.derived[name]
+def _unchanged(snapshot: GraphSnapshot, base: GraphSnapshot | None, name: str, which: int) -> tuple:
+    """(sources, base rows) for ``snapshot.derived[name]``: nodes (``which`` 0) or edges (1) of ``base`` with equal
+    data (:func:`rows_from`), or nothing to copy."""
+    size = snapshot.num_nodes if which == 0 else snapshot.num_edges
+    if base is None or name not in base.derived:
+        return np.full(size, -1, dtype=np.int64), None
+    return rows_from(snapshot, base)[which], base.derived[name]
 
 
 async def entity_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None = None) -> np.ndarray:
     """(N, d) entity vectors aligned with ``snapshot.node_ids`` (rows of unchanged entities carried from ``base``)."""
-    if "entity_vectors" in snapshot.derived:
-        return snapshot.derived["entity_vectors"]
-    texts = [f"{n}\n{d.get('description', '')}" for n, d in zip(snapshot.node_ids, snapshot.node_data)]
-    return await _aligned(rag, "entity_vectors", snapshot, base, rag.entities_vdb, snapshot.node_ids, texts,
-                          entity_vdb_id)
+    if "entity_vectors" not in snapshot.derived:
+        def item(i: int) -> tuple[str, str]:
+            name = snapshot.node_ids[i]
+            return entity_vdb_id(name), f"{name}\n{snapshot.node_data[i].get('description', '')}"
+
+        snapshot.derived["entity_vectors"] = await vectors_carrying(
+            rag, rag.entities_vdb, *_unchanged(snapshot, base, "entity_vectors", 0), item)
+    return snapshot.derived["entity_vectors"]
 
 
 async def relation_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None = None) -> np.ndarray:
     """(E, d) relation vectors aligned with the snapshot's edges (unchanged relations carried from ``base``)."""
-    if "relation_vectors" in snapshot.derived:
-        return snapshot.derived["relation_vectors"]
-    keys = [snapshot.edge_key(e) for e in range(snapshot.num_edges)]
-    texts = [f"{d.get('keywords', '')}\t{s}\n{t}\n{d.get('description', '')}"
-             for (s, t), d in zip(keys, snapshot.edge_data)]
-    return await _aligned(rag, "relation_vectors", snapshot, base, rag.relationships_vdb, keys, texts,
-                          lambda key: relation_vdb_id(*key))
+    if "relation_vectors" not in snapshot.derived:
+        def item(e: int) -> tuple[str, str]:
+            (src, tgt), data = snapshot.edge_key(e), snapshot.edge_data[e]
+            return relation_vdb_id(src, tgt), f"{data.get('keywords', '')}\t{src}\n{tgt}\n{data.get('description', '')}"
+
+        snapshot.derived["relation_vectors"] = await vectors_carrying(
+            rag, rag.relationships_vdb, *_unchanged(snapshot, base, "relation_vectors", 1), item)
+    return snapshot.derived["relation_vectors"]
 
 
 async def chunk_records(rag, ids: list[str], fields: tuple[str, ...]) -> list[dict | None]:
@@ -132,8 +123,14 @@ async def chunk_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None 
     """(C, d) vectors of the snapshot's chunks (``snapshot.chunk_ids`` order), cached on the snapshot. Carried over
     by id and text: a document deleted and inserted again under its id gives new content the same chunk ids."""
     if "chunk_vectors" not in snapshot.derived:
-        texts = [(r or {}).get("content", "") for r in await chunk_records(rag, snapshot.chunk_ids, ("content",))]
-        await _aligned(rag, "chunk_vectors", snapshot, base, rag.chunks_vdb, snapshot.chunk_ids, texts, str)
+        ids = snapshot.chunk_ids
+        texts = [(r or {}).get("content", "") for r in await chunk_records(rag, ids, ("content",))]
+        base_rows = base.derived.get("chunk_vectors") if base is not None else None
+        sources = matched_rows(ids, texts, base.chunk_ids, base.derived["chunk_texts"]) if base_rows is not None \
+            else np.full(len(ids), -1, dtype=np.int64)
+        snapshot.derived["chunk_vectors"] = await vectors_carrying(rag, rag.chunks_vdb, sources, base_rows,
+                                                                   lambda i: (ids[i], texts[i]))
+        snapshot.derived["chunk_texts"] = texts
     return snapshot.derived["chunk_vectors"]
 
 

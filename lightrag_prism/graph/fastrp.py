@@ -140,7 +140,11 @@ class FastRPState:
             y[rows] = s[rows] @ powers[-1]
             powers.append(y)
             count += rows.size
-        x = _combine(powers, deg, self.iteration_weights, self.normalization_strength)
+        # A row outside the last ball has the same powers and degree as before, so the same embedding row:
+        # only the ball's rows are combined again (the combination is row by row).
+        x = np.vstack([self.embedding, np.zeros((n - n_old, self.dim), self.embedding.dtype)])
+        rows = np.flatnonzero(mask)
+        x[rows] = _combine([y[rows] for y in powers], deg[rows], self.iteration_weights, self.normalization_strength)
         return FastRPState(adj, tuple(powers), x, self.dim, self.iteration_weights, self.normalization_strength,
                            self.seed, self.sparsity, recomputed_rows=count)
 

@@ -77,10 +77,11 @@ async def prepare_views(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None
             return
         store = hippo_state(rag).fact_index.store
         async with store.one_flush() if store is not None else contextlib.nullcontext():  # names and facts
+            # FastRP and the other structural caches need only the graph: computed in a thread meanwhile.
             await asyncio.gather(hipporag_graph(rag, snapshot, base), fact_view(rag, snapshot, base),
                                  entity_matrix(rag, snapshot, base), relation_matrix(rag, snapshot, base),
-                                 chunk_matrix(rag, snapshot, base))  # the last three: fidelis, prism
-        await asyncio.to_thread(warm_snapshot, snapshot, base)
+                                 chunk_matrix(rag, snapshot, base),  # the last three: fidelis, prism
+                                 asyncio.to_thread(warm_snapshot, snapshot, base))
         snapshot.derived[VIEWS_READY] = True
 
 

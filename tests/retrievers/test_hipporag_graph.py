@@ -129,6 +129,31 @@ async def test_embedding_index_persists_and_embeds_only_new(tmp_path):
 
 
 @pytest.mark.asyncio
+async def test_embedding_index_sync_holds_exactly_the_wanted_ids_through_random_changes():
+    """Ids added, dropped, reordered and repeated at random: each sync returns every id's own vector in the order
+    asked, holds each wanted id once and nothing else, and embeds an id only when it was not held."""
+    import random
+
+    rng = random.Random(7)
+    embed = HashEmbedder()
+    index = EmbeddingIndex("idx", None)
+    universe = [f"id{i}" for i in range(40)]
+    for _ in range(60):
+        ids = rng.sample(universe, rng.randint(0, 25))
+        ids += rng.sample(ids, min(len(ids), rng.randint(0, 3)))  # repeats
+        rng.shuffle(ids)
+        held_before, embedded_before = set(index.ids), len(embed.texts)
+        rows = await index.sync(ids, [f"text of {v}" for v in ids], embed)
+        assert sorted(index.ids) == sorted(set(ids)) and len(index.ids) == len(set(ids))
+        assert len(embed.texts) - embedded_before == len(set(ids) - held_before)
+        if ids:
+            expected = np.asarray(await HashEmbedder()([f"text of {v}" for v in ids]))
+            np.testing.assert_allclose(rows, expected / np.linalg.norm(expected, axis=1, keepdims=True), atol=1e-6)
+        else:
+            assert rows.shape[0] == 0
+
+
+@pytest.mark.asyncio
 async def test_staged_vectors_replace_embedding_and_are_then_forgotten(tmp_path):
     embed = HashEmbedder()
     rag, store = await _vector_store(tmp_path)

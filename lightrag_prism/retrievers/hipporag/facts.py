@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...snapshot import GraphSnapshot, split_field
+from ...snapshot import GraphSnapshot, rows_from, split_field
 from .graph import embed_in_batches, hippo_state
 
 logger = logging.getLogger(__name__)
@@ -58,42 +58,45 @@ def fact_id(fact: Fact) -> str:
     return "fact-" + hashlib.md5(fact_text(fact).encode("utf-8")).hexdigest()
 
 
-def snapshot_facts(snapshot: GraphSnapshot, base: GraphSnapshot | None = None) -> list[Fact]:
-    """One fact per snapshot edge, aligned with ``edge_src``/``edge_tgt``; the fact of an edge ``base`` had with
-    the same endpoints, keywords and description is taken from ``base``'s fact view."""
-    view = base.derived.get("hipporag_facts") if base is not None else None
-    position = base.edge_index() if view is not None else {}  # both orientations: the same one is checked
-    facts = []
-    for e, edge in enumerate(snapshot.edge_data):
-        key = snapshot.edge_key(e)
-        j = position.get(key)
-        if j is not None and base.edge_key(j) == key and base.edge_data[j].get("keywords") == edge.get("keywords") \
-                and base.edge_data[j].get("description") == edge.get("description"):
-            facts.append(view.facts[j])
-            continue
-        src, tgt = orient(*key, edge)
-        facts.append((src, predicate_of(edge), tgt))
-    return facts
+def edge_fact(snapshot: GraphSnapshot, e: int) -> Fact:
+    src, tgt = orient(*snapshot.edge_key(e), snapshot.edge_data[e])
+    return src, predicate_of(snapshot.edge_data[e]), tgt
+
+
+def snapshot_facts(snapshot: GraphSnapshot) -> list[Fact]:
+    """One fact per snapshot edge, aligned with ``edge_src``/``edge_tgt``."""
+    return [edge_fact(snapshot, e) for e in range(snapshot.num_edges)]
 
 
 @dataclass
 class FactView:
     facts: list[Fact]
+    ids: list[str]  # fact_id of each fact
     vectors: np.ndarray  # (E, d), unit rows, aligned with ``facts`` and the snapshot's edges
 
 
 async def fact_view(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None = None) -> FactView:
-    """The facts of ``snapshot`` with their embeddings (cached per snapshot; fact index synced once; facts of
-    unchanged edges taken from ``base``).
+    """The facts of ``snapshot`` with their embeddings (cached per snapshot; fact index synced once). The fact and
+    id of an edge whose data ``base`` had alike (:func:`~lightrag_prism.snapshot.rows_from`) come from ``base``'s
+    view.
 
     Co-occurrence links of the offline extractor are facts too ("X mentioned with Y"): leaving them out of fact
     linking lost 2 to 5 points of hipporag R@5 on text-only MuSiQue and HotpotQA indexes."""
     view = snapshot.derived.get("hipporag_facts")
     if view is None:
-        facts = snapshot_facts(snapshot, base)
-        vectors = await hippo_state(rag).fact_index.sync(
-            [fact_id(f) for f in facts], [fact_text(f) for f in facts], lambda t: embed_in_batches(rag, t))
-        view = snapshot.derived["hipporag_facts"] = FactView(facts, vectors)
+        base_view = base.derived.get("hipporag_facts") if base is not None else None
+        sources = rows_from(snapshot, base)[1].tolist() if base_view is not None else [-1] * snapshot.num_edges
+        facts, ids = [], []
+        for e, j in enumerate(sources):
+            if j >= 0:
+                facts.append(base_view.facts[j])
+                ids.append(base_view.ids[j])
+            else:
+                facts.append(edge_fact(snapshot, e))
+                ids.append(fact_id(facts[-1]))
+        vectors = await hippo_state(rag).fact_index.sync(ids, [fact_text(f) for f in facts],
+                                                         lambda t: embed_in_batches(rag, t))
+        view = snapshot.derived["hipporag_facts"] = FactView(facts, ids, vectors)
     return view
 
 

@@ -35,7 +35,7 @@ from ...graph.ppr import Transition, transition_matrix
 from ...patches import file_reads
 from ...plugin_state import find_plugin_state
 from ...snapshot import GraphSnapshot
-from ...vectors import chunk_records, vectors_carrying
+from ...vectors import chunk_records, matched_rows, vectors_carrying
 from .index import EmbeddingIndex
 from ..passage_rank import PassageGraph, build_passage_graph
 
@@ -169,11 +169,13 @@ async def _passages(rag, snapshot: GraphSnapshot, base: "HippoGraph | None"
     records = await chunk_records(rag, ids, ("content", "file_path"))
     data = [{"content": (r or {}).get("content", ""), "file_path": (r or {}).get("file_path", "unknown_source"),
              "valid": r is not None} for r in records]
-    carried = None
+    texts = [d["content"] for d in data]
+    sources, base_rows = np.full(len(ids), -1, dtype=np.int64), None
     if base is not None:  # a passage text_chunks lost has no vector worth keeping
-        carried = (base.passage_ids, [d["content"] if d["valid"] else None for d in base.passage_data],
-                   base.passage_vectors)
-    vectors = await vectors_carrying(rag, rag.chunks_vdb, ids, [d["content"] for d in data], str, carried)
+        base_rows = base.passage_vectors
+        sources = matched_rows(ids, texts, base.passage_ids,
+                               [d["content"] if d["valid"] else None for d in base.passage_data])
+    vectors = await vectors_carrying(rag, rag.chunks_vdb, sources, base_rows, lambda i: (ids[i], texts[i]))
     return ids, data, vectors
 
 

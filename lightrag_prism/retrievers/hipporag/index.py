@@ -48,13 +48,17 @@ class EmbeddingIndex:
 
     async def sync(self, ids: list[str], texts: list[str], embed: EmbedFunc) -> np.ndarray:
         """Make the index hold exactly ``ids`` (texts in the same order); return their rows in that order.
-        Staged vectors are used and then forgotten, whether ``ids`` wanted them or not."""
+        Staged vectors are used and then forgotten, whether ``ids`` wanted them or not. The matrix is rebuilt in
+        the order asked, in one gather, and returned as it is (repeated ids: the order of first appearance)."""
         async with self._lock:
-            wanted = dict(zip(ids, texts))
-            missing = [vid for vid in wanted if vid not in self._row]
-            dropped = [vid for vid in self.ids if vid not in wanted]
-            kept = [vid for vid in self.ids if vid in wanted]
-            blocks = [self.matrix[[self._row[v] for v in kept]]] if kept else []
+            unique = list(dict.fromkeys(ids)) if len(set(ids)) != len(ids) else ids
+            rows = np.fromiter((self._row.get(vid, -1) for vid in unique), dtype=np.int64, count=len(unique))
+            absent = np.flatnonzero(rows < 0).tolist()
+            missing = [unique[i] for i in absent]
+            dropped = []
+            if len(unique) - len(absent) != len(self.ids):  # some id the index holds is no longer wanted
+                wanted = set(unique)
+                dropped = [vid for vid in self.ids if vid not in wanted]
             found, self._staged = {v: self._staged[v] for v in missing if v in self._staged}, {}
             new = dict(found)  # vectors the store does not hold yet
             if self.store is not None and len(found) < len(missing):
@@ -63,20 +67,23 @@ class EmbeddingIndex:
                 found.update(stored)
             todo = [vid for vid in missing if vid not in found]
             if todo:
-                vectors = unit_rows(np.asarray(await embed([wanted[v] for v in todo]), dtype=np.float32))
+                text_of = dict(zip(ids, texts))
+                vectors = unit_rows(np.asarray(await embed([text_of[v] for v in todo]), dtype=np.float32))
                 self.embedded_total += len(todo)
                 found.update(zip(todo, vectors))
                 new.update(zip(todo, vectors))
-            if missing:
-                blocks.append(np.stack([found[v] for v in missing]))
+            if missing or dropped or unique != self.ids:
+                matrix = self.matrix[np.maximum(rows, 0)] if len(self.ids) else \
+                    np.zeros((len(unique), next(iter(found.values())).shape[-1] if found else 0), np.float32)
+                if missing:
+                    matrix[absent] = np.stack([found[v] for v in missing])
+                self.ids, self.matrix = unique, matrix
+                self._row = {vid: i for i, vid in enumerate(unique)}
             if missing or dropped:
-                self.ids = kept + missing
-                self.matrix = np.concatenate(blocks) if blocks else np.zeros((0, self.matrix.shape[-1]), np.float32)
-                self._row = {vid: i for i, vid in enumerate(self.ids)}
                 if self.store is not None:
                     await self.store.update(self.name, new, dropped)
                 logger.info("hipporag: index %s now holds %d vectors (%d new, %d embedded)", self.name,
                             len(self.ids), len(missing), len(todo))
-            if not ids:
-                return np.zeros((0, self.matrix.shape[-1] if self.matrix.ndim == 2 else 0), np.float32)
+            if unique is ids:
+                return self.matrix
             return self.matrix[[self._row[v] for v in ids]]
