@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from lightrag_prism import PrismRAG
-from lightrag_prism.snapshot import build_snapshot, snapshot_from_storage
+from lightrag_prism.snapshot import build_snapshot, rows_from, snapshot_from_storage
 from tests.helpers import hash_embedding_func
 
 NODES = [{"id": "A", "source_id": "c1<SEP>c2"}, {"id": "B", "source_id": "c2"}, {"id": "C", "source_id": "c3"},
@@ -110,3 +110,21 @@ async def test_snapshot_is_rebuilt_after_insert_delete_edit_and_merge(tmp_path):
     assert "Alice Smith" not in after_delete.node_ids
     assert len({id(s) for s in (first, after_insert, after_edit, after_merge, after_delete)}) == 5
     await rag.finalize_storages()
+
+
+def test_rows_from_names_the_base_row_of_every_unchanged_node_and_edge():
+    nodes = [{"id": n, "description": f"about {n}", "source_id": "c1"} for n in "abcd"]
+    edges = [{"source": s, "target": t, "weight": 1.0, "description": f"{s}-{t}", "source_id": "c1"}
+             for s, t in [("a", "b"), ("b", "c"), ("c", "d")]]
+    base = build_snapshot(nodes, edges, 0)
+    changed_nodes = [dict(n) for n in nodes if n["id"] != "d"] + [{"id": "e", "description": "new", "source_id": "c2"}]
+    changed_nodes[1]["description"] = "about b, more"  # b changed
+    changed_edges = [dict(edges[0]), {**edges[1], "source": "c", "target": "b"},  # b-c stored the other way round
+                     {"source": "a", "target": "e", "weight": 1.0, "description": "a-e", "source_id": "c2"}]
+    snap = build_snapshot(changed_nodes, changed_edges, 1)
+    node_rows, edge_rows = rows_from(snap, base)
+    expected_nodes = {"a": base.node_index["a"], "b": -1, "c": base.node_index["c"], "e": -1}
+    assert dict(zip(snap.node_ids, node_rows.tolist())) == expected_nodes
+    expected_edges = {("a", "b"): base.edge_index()[("a", "b")], ("c", "b"): -1, ("a", "e"): -1}
+    assert {snap.edge_key(e): j for e, j in enumerate(edge_rows.tolist())} == expected_edges
+    assert rows_from(snap, base)[0] is node_rows  # cached for this base
