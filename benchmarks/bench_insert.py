@@ -194,7 +194,7 @@ def followup_table(results: dict) -> str:
     """+k and delete-one against the bulk cost of as many passages in the same index (the issue's ratios), and
     against the bulk cost of as much text (the follow-up passages are not of average length)."""
     lines = ["", "| side | passages | +k insert (+ first prism query) s | / bulk cost of k | / bulk cost of their text "
-             "| delete one (+ query) s | / bulk cost of 1 | / bulk cost of its text |", "|---|---|---|---|---|---|---|---|"]
+             "| delete one (+ query) s | / bulk cost of 1 | / bulk cost of its text |", "|---" * 8 + "|"]
     for side in ("prism", "stock"):
         for n, run in sorted(results[side].items()):
             follow = run.get("queries", {}).get("followup")

@@ -4,8 +4,8 @@ Vectors come from the vector stores' public ``get_vectors_by_ids`` (every backen
 (another backend's gaps, a store written by older code) is re-embedded from the same text LightRAG indexes. The
 matrices are L2-normalised and cached in ``snapshot.derived``, so a query pays for them once per graph version.
 Given the snapshot a new one replaces (``base``), the rows of entities and relations whose data is unchanged
-(``snapshot.rows_from``) and of chunks whose id and text are the same, are copied from it, and only new or changed rows are
-read from the store: a small insert costs its own rows.
+(``snapshot.rows_from``), and of chunks whose id and text are the same, are copied from it; only new or
+changed rows are read from the store: a small insert costs its own rows.
 """
 
 from __future__ import annotations

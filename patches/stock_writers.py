@@ -1,8 +1,9 @@
 """LightRAG's own storage writers, back for a while: the insert benchmark's stock baseline runs with them.
 
 ``fast_json``, ``fast_graphml`` and ``journaled_stores`` replace the writers (and the journal-replaying readers,
-and the write methods that note what they change) process-wide at import and keep each original as ``__wrapped__``; :func:`stock_storage_writers` puts LightRAG's
-originals back for the duration of a ``with`` block.
+and the write methods that note what they change) process-wide at import and keep each original as
+``__wrapped__``; :func:`stock_storage_writers` puts LightRAG's originals back for the duration of a ``with``
+block.
 """
 
 from __future__ import annotations
