@@ -71,4 +71,5 @@ from . import insert_hooks  # noqa: E402,F401  (insert-time hooks: private symbo
 from . import fast_json  # noqa: E402,F401  (orjson for LightRAG's JSON stores: same bytes, faster)
 from . import fast_graphml  # noqa: E402,F401  (the graph file written directly: same graph, faster)
 from . import journaled_stores  # noqa: E402,F401  (whole-file stores persisted by journal: see journal.py)
+from . import doc_status_index  # noqa: E402,F401  (the JSON doc-status store's lookups by hash and path, indexed)
 from . import postgres  # noqa: E402,F401  (repairs of LightRAG's PostgreSQL client, installed on use)

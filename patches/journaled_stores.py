@@ -27,6 +27,7 @@ import numpy as np
 
 from lightrag_prism import journal
 
+from . import doc_status_index
 from .private import PRIVATE_SYMBOLS, check_symbol
 
 _SYMBOLS = [
@@ -67,13 +68,24 @@ def _nano_class(base):
 
     class JournaledNanoVectorDB(base):
         """NanoVectorDB that replays its file's journal after loading the file, notes the ids it changes, and
-        appends new rows into spare capacity: ``upsert`` stacked the whole matrix anew for every new row batch,
-        an O(store) copy per document flush."""
+        upserts in O(rows written): ``upsert`` passed over every row to find the ones it updates and stacked the
+        whole matrix anew for every new row batch, two O(store) steps per flush. Here an id -> row index finds
+        them, and new rows go into spare capacity. Rows, matrix and report equal nano-vectordb's own."""
 
         def __post_init__(self):
             super().__post_init__()
             journal.replay(self.storage_file, rows, getattr(self, _NANO_STORAGE))
             self._prism_buffer = None
+            self._prism_rows = None
+
+        def _row_of(self) -> dict:
+            """id -> row index, rebuilt when the row list is another list or another length (``delete`` builds a
+            new list; ``upsert`` below keeps it current)."""
+            data = getattr(self, _NANO_STORAGE)["data"]
+            cached = self._prism_rows
+            if cached is None or cached[0] is not data or cached[1] != len(data):
+                cached = self._prism_rows = (data, len(data), {row[f_ID]: i for i, row in enumerate(data)})
+            return cached[2]
 
         def upsert(self, datas):
             ids = [data[f_ID] if f_ID in data else hash_ndarray(data[f_VECTOR]) for data in datas]  # as upsert does
@@ -81,19 +93,27 @@ def _nano_class(base):
                 storage = getattr(self, _NANO_STORAGE)
                 if self.metric != "cosine":
                     return super().upsert(datas)
-                present = {row[f_ID] for row in storage["data"]}
+                row_of = self._row_of()
                 by_id = dict(zip(ids, datas))  # a repeated id: the last one wins, as in upsert
-                known = [data for vid, data in by_id.items() if vid in present]
-                report = super().upsert(known) if known else {"update": [], "insert": []}
-                new = {vid: data for vid, data in by_id.items() if vid not in present}
+                # upsert's update in place, found by id instead of by a pass over every row
+                updated = sorted((row_of[vid], vid) for vid in by_id if vid in row_of)
+                for i, vid in updated:
+                    data = by_id[vid]
+                    storage["matrix"][i] = normalize(data[f_VECTOR]).astype(Float)
+                    del data[f_VECTOR]
+                    storage["data"][i] = data
+                report = {"update": [vid for _, vid in updated], "insert": []}
+                new = {vid: data for vid, data in by_id.items() if vid not in row_of}
                 if new:  # upsert's insertion, into spare rows instead of a new stacked matrix
                     vectors = np.array([normalize(data[f_VECTOR]) for data in new.values()], dtype=Float)
                     for vid, data in new.items():
                         del data[f_VECTOR]
                         data[f_ID] = vid
+                    row_of.update((vid, len(storage["data"]) + k) for k, vid in enumerate(new))
                     storage["data"].extend(new.values())
                     storage["matrix"] = self._appended(storage["matrix"], vectors)
                     report["insert"].extend(new)
+                    self._prism_rows = (storage["data"], len(storage["data"]), row_of)
                 return report
             finally:
                 journal.touch(self.storage_file, ids)
@@ -216,19 +236,21 @@ _GRAPH_WRITES = {  # method -> what it changes, from its arguments
 
 def _doc_status_keys(named_ids):
     """A wrapper of a ``JsonDocStatusStorage`` write method that notes the document ids it names
-    (``named_ids(*args)``). Upserts and field updates flush before they return, so the ids are pinned around the
-    call (``journal.pinned``); a write whose ids the arguments do not name (``named_ids`` None) makes the flushes
-    during and after it compare everything."""
+    (``named_ids(*args)``), for the journal and for the lookup index (``doc_status_index.py``). Upserts and field
+    updates flush before they return, so the ids are pinned around the call (``journal.pinned``); a write whose ids
+    the arguments do not name (``named_ids`` None) makes the flushes during and after it compare everything."""
     def wrap(original):
         async def write(self, *args, **kwargs):
-            if named_ids is None:
-                journal.untrack(self._file_name)
-                try:
-                    return await original(self, *args, **kwargs)
-                finally:
+            ids = None if named_ids is None else named_ids(*args, **kwargs)
+            with doc_status_index.note_write(self, ids):  # the lookup index reads these rows again
+                if ids is None:
                     journal.untrack(self._file_name)
-            with journal.pinned(self._file_name, named_ids(*args, **kwargs)):
-                return await original(self, *args, **kwargs)
+                    try:
+                        return await original(self, *args, **kwargs)
+                    finally:
+                        journal.untrack(self._file_name)
+                with journal.pinned(self._file_name, ids):
+                    return await original(self, *args, **kwargs)
 
         return _marked(write)
 

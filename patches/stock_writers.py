@@ -1,15 +1,16 @@
 """LightRAG's own storage writers, back for a while: the insert benchmark's stock baseline runs with them.
 
-``fast_json``, ``fast_graphml`` and ``journaled_stores`` replace the writers (and the journal-replaying readers,
-and the write methods that note what they change) process-wide at import and keep each original as
-``__wrapped__``; :func:`stock_storage_writers` puts LightRAG's originals back for the duration of a ``with``
-block.
+``fast_json``, ``fast_graphml``, ``journaled_stores`` and ``doc_status_index`` replace the writers (and the
+journal-replaying readers, the write methods that note what they change and the doc-status lookups) process-wide
+at import and keep each original as ``__wrapped__``; :func:`stock_storage_writers` puts LightRAG's originals back
+for the duration of a ``with`` block.
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
 
+from .doc_status_index import _REPLACED
 from .journaled_stores import _DOC_STATUS_WRITES, _GRAPH_WRITES
 
 
@@ -36,7 +37,7 @@ def stock_storage_writers():
                (json_doc_status_impl, "load_json", json_doc_status_impl.load_json)]
     doc_status = json_doc_status_impl.JsonDocStatusStorage
     patched += [(graph_storage, name, getattr(graph_storage, name)) for name in _GRAPH_WRITES]
-    patched += [(doc_status, name, getattr(doc_status, name)) for name in _DOC_STATUS_WRITES]
+    patched += [(doc_status, name, getattr(doc_status, name)) for name in (*_DOC_STATUS_WRITES, *_REPLACED)]
     for owner, name, current in patched:
         original = _original(getattr(current, "__func__", current))
         setattr(owner, name, staticmethod(original) if isinstance(current, staticmethod) else original)

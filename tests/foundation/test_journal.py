@@ -16,7 +16,7 @@ import random
 import networkx as nx
 import numpy as np
 import pytest
-from lightrag.kg import json_kv_impl, nano_vector_db_impl, networkx_impl
+from lightrag.kg import json_doc_status_impl, json_kv_impl, nano_vector_db_impl, networkx_impl
 from nano_vectordb import NanoVectorDB as StockNanoVectorDB
 
 from lightrag_prism import journal
@@ -358,10 +358,12 @@ def test_a_value_json_cannot_hold_makes_the_flush_a_whole_sanitising_rewrite(reg
 
 
 def test_the_stock_baseline_runs_without_any_journal_hook_and_gets_them_back():
-    """``stock_storage_writers`` (the insert benchmark's stock side) undoes every replacement of journaled_stores."""
+    """``stock_storage_writers`` (the insert benchmark's stock side) undoes every replacement of journaled_stores and
+    doc_status_index."""
     from lightrag.kg.json_doc_status_impl import JsonDocStatusStorage
     from lightrag.kg.networkx_impl import NetworkXStorage
 
+    from lightrag_prism.patches.doc_status_index import _REPLACED
     from lightrag_prism.patches.journaled_stores import _DOC_STATUS_WRITES, _GRAPH_WRITES
     from lightrag_prism.patches.stock_writers import stock_storage_writers
 
@@ -369,8 +371,9 @@ def test_the_stock_baseline_runs_without_any_journal_hook_and_gets_them_back():
         return getattr(function, "__module__", "").startswith("lightrag_prism")
 
     replaced = [(NetworkXStorage, name) for name in _GRAPH_WRITES] + [
-        (JsonDocStatusStorage, name) for name in _DOC_STATUS_WRITES] + [
-        (json_kv_impl, "write_json"), (json_kv_impl, "load_json"), (nano_vector_db_impl, "NanoVectorDB")]
+        (JsonDocStatusStorage, name) for name in (*_DOC_STATUS_WRITES, *_REPLACED)] + [
+        (json_kv_impl, "write_json"), (json_kv_impl, "load_json"), (nano_vector_db_impl, "NanoVectorDB"),
+        (json_doc_status_impl, "load_json")]
     assert all(ours(getattr(owner, name)) for owner, name in replaced)
     with stock_storage_writers():
         assert not any(ours(getattr(owner, name)) for owner, name in replaced)
