@@ -149,6 +149,11 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
     views at the end, and ``initialize_storages`` builds them for an existing index, so the first query after an
     insert or a restart is as fast as the next ones. False: the first hipporag or prism query builds them instead
     (an instance that only uses stock modes saves that work)."""
+    gc_freeze: bool = field(default=True)
+    """After a large insert, and at start-up over a large index, Python's collector runs once and the objects that
+    survive (the loaded index, most of them) go to its permanent generation (``gc.freeze``), so later collections do
+    not scan the whole index again (``retrievers/query_state.py:settle_heap``). Process-wide; False: the collection
+    alone."""
     group_commit: bool = field(default=True)
     """Coalesce storage flushes: one flush serves every document that asked for it while the previous flush ran
     (same durability as LightRAG's per-document flushes; see ``insert/group_commit.py``)."""
