@@ -26,7 +26,7 @@ from __future__ import annotations
 import copy
 from collections import Counter, defaultdict
 
-from .private import PRIVATE_SYMBOLS, check_symbol
+from .private import PRIVATE_SYMBOLS, check_symbol, wrap_once
 
 _SYMBOLS = [
     ("lightrag.kg.json_doc_status_impl", "JsonDocStatusStorage.get_doc_by_content_hash", 3),
@@ -39,7 +39,6 @@ PRIVATE_SYMBOLS.extend(_SYMBOLS)
 for _symbol in _SYMBOLS:
     check_symbol(*_symbol)
 
-_MARK = "_prism_doc_index"  # on our replacements, so installing twice does nothing
 _LOADS = [0]  # doc-status file loads in this process: any of them may have replaced rows behind the index's back
 
 
@@ -244,27 +243,12 @@ _REPLACED = {
 }
 
 
-def _mark(function):
-    setattr(function, _MARK, True)
-    return function
-
-
-def _install_once(owner, name: str, make) -> None:
-    current = getattr(owner, name)
-    if getattr(current, _MARK, False):
-        return
-    replacement = _mark(make(current))
-    replacement.__wrapped__ = current
-    replacement.__name__ = name
-    setattr(owner, name, replacement)
-
-
 def install() -> None:
     from lightrag.kg import json_doc_status_impl
 
     for name, make in _REPLACED.items():
-        _install_once(json_doc_status_impl.JsonDocStatusStorage, name, make)
-    _install_once(json_doc_status_impl, "load_json", _counting_loader)
+        wrap_once(json_doc_status_impl.JsonDocStatusStorage, name, make)
+    wrap_once(json_doc_status_impl, "load_json", _counting_loader)
 
 
 install()
