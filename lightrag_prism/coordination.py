@@ -116,10 +116,16 @@ class VersionWatcher:
         """At start-up, before the first build: that build reflects the version stored now."""
         self.seen = await read_version(self.state)
 
-    async def local_change(self) -> None:
-        """After this process changed the graph: publish a new version (its own snapshot is rebuilt after this,
-        so it reflects every write stored before the new token, its own and others')."""
-        self.seen = await write_version(self.state)
+    async def local_change(self) -> bool:
+        """After this process changed the graph: publish a new version. True when the version it replaced was not
+        the one this process had seen: another process changed the graph meanwhile, so this one's next snapshot
+        must read everything (a patch with its own changes would lack theirs). Read and write under the shared
+        lock, so no other process's version slips in between unseen."""
+        async with self.state.lock(VERSION_DOCUMENT):
+            stored = await read_version(self.state)
+            foreign = stored != self.seen
+            self.seen = await write_version(self.state)
+        return foreign
 
 
 # --- a lock held in the shared storage ---------------------------------------------------------------------------

@@ -252,18 +252,29 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         return await self._snapshots.get()
 
     def invalidate_snapshot(self) -> None:
-        """Forget this process's snapshot: the next query rebuilds it (see :meth:`graph_changed`)."""
+        """The graph storage was written through its write methods: the next query's snapshot is the current one
+        patched with what they wrote (``snapshot.py``). After any other change, :meth:`graph_changed`."""
         self._snapshots.invalidate()
 
     async def graph_changed(self) -> None:
-        """Call after changing the graph storage directly (not through this instance's methods): this process's
-        snapshot is rebuilt, and other processes on the same storages learn of the change (``coordination.py``)."""
+        """Call after changing the graph directly (not through this instance's methods): this process's snapshot
+        is read again whole, and other processes on the same storages learn of the change (``coordination.py``)."""
+        self._snapshots.need_whole()
+        await self.publish_graph_change()
+
+    async def publish_graph_change(self) -> None:
+        """After this instance changed the graph through its storage: the next query's snapshot is patched with
+        the change, and the new graph version is published to other processes. Had another process changed the
+        graph since this one last looked, the next snapshot reads everything (a patch would not show that)."""
         self._snapshots.invalidate()
         try:
-            await self.version_watcher.local_change()
+            foreign = await self.version_watcher.local_change()
         except Exception as exc:  # noqa: BLE001 - the change is stored; other processes catch up at their next write
             logger.warning("the graph changed but its new version could not be published to other processes "
                            "(%s)", describe_error(exc))
+            foreign = True
+        if foreign:
+            self._snapshots.need_whole()
 
     async def _refresh_from_storage(self) -> None:
         """Another process changed the graph: a new snapshot with its views, swapped in when ready."""
@@ -411,10 +422,10 @@ def _invalidating(name: str):
         try:
             return await getattr(super(PrismRAG, self), name)(*args, **kwargs)
         finally:
-            await self.graph_changed()
+            await self.publish_graph_change()
 
     method.__name__ = method.__qualname__ = name
-    method.__doc__ = f"LightRAG.{name}, then :meth:`PrismRAG.graph_changed`."
+    method.__doc__ = f"LightRAG.{name}, then :meth:`PrismRAG.publish_graph_change`."
     return method
 
 

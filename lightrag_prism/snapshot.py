@@ -1,21 +1,26 @@
 """The graph snapshot: LightRAG's knowledge graph as cached scipy CSR matrices.
 
-Built only through the public ``BaseGraphStorage`` API (``get_all_nodes`` / ``get_all_edges``), so every graph
-algorithm in lightrag_prism works the same on NetworkX, Neo4j, PostgreSQL, Memgraph or Mongo storage. ``PrismRAG``
-keeps one snapshot and rebuilds it lazily after any insert, delete, edit or merge (see :class:`SnapshotCache`).
+Built only through the public ``BaseGraphStorage`` API, so every graph algorithm in lightrag_prism works the same on
+NetworkX, Neo4j, PostgreSQL, Memgraph or Mongo storage. ``PrismRAG`` keeps one snapshot and makes a new one lazily
+after any insert, delete, edit or merge (see :class:`SnapshotCache`): from the previous one and the nodes and edges
+written since (``get_nodes_batch`` / ``get_edges_batch`` of the names ``graph_changes.py`` noted,
+:func:`patch_snapshot`), or from ``get_all_nodes`` / ``get_all_edges`` when that log cannot say what changed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import bisect
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 import numpy as np
 import scipy.sparse as sp
 
+from .graph_changes import Changes, GraphChanges, edge_key, watch_writes
 from .insert.extraction.records import COOCCURRENCE_KEYWORD, COOCCURRENCE_WEIGHT
 
+PATCH_ALWAYS_BELOW = 1_000  # changed items up to which a build reads only them, whatever the graph's size
 GRAPH_FIELD_SEP = "<SEP>"  # LightRAG's separator inside source_id / description fields
 
 
@@ -30,10 +35,12 @@ class GraphSnapshot:
     """An immutable view of the graph at one version.
 
     * ``adj``: symmetric (N, N) CSR of non-negative edge weights (LightRAG's ``weight``, see :func:`edge_weight`);
-    * ``edge_src``/``edge_tgt``: endpoints of each undirected edge (E,), as stored by the backend;
+    * ``edge_src``/``edge_tgt``: endpoints of each undirected edge (E,), in name order (``edge_src < edge_tgt``,
+      as PostgreSQL stores them): the order another backend returns them in must not orient a fact;
     * ``entry_edge``: for every stored entry of ``adj`` (CSR order), the index of its edge, so per-edge values map
       onto ``adj.data`` with ``values[entry_edge]``;
     * ``entity_chunks``: (N, C) CSR incidence entity -> source chunk; ``relation_chunks``: (E, C).
+    * ``changes_through``: the position of the change log (``graph_changes.py``) its read started at;
     * ``derived``: per-snapshot cache for values computed from it (vectors, FastRP, ...).
     """
 
@@ -50,6 +57,7 @@ class GraphSnapshot:
     chunk_index: dict[str, int]
     entity_chunks: sp.csr_matrix
     relation_chunks: sp.csr_matrix
+    changes_through: int = 0
     derived: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -118,52 +126,190 @@ def edge_weight(edge: dict) -> float:
     return weight * COOCCURRENCE_WEIGHT if is_cooccurrence(edge) else weight
 
 
-def _incidence(rows_of_chunks: list[list[str]], chunk_index: dict[str, int]) -> sp.csr_matrix:
-    lengths = np.fromiter((len(r) for r in rows_of_chunks), dtype=np.int64, count=len(rows_of_chunks))
-    cols = np.fromiter((chunk_index[c] for r in rows_of_chunks for c in r), dtype=np.int64, count=int(lengths.sum()))
-    indptr = np.concatenate([[0], np.cumsum(lengths)])
-    data = np.ones(len(cols), dtype=np.float32)
-    m = sp.csr_matrix((data, cols, indptr), shape=(len(rows_of_chunks), len(chunk_index)))
+def _incidence_matrix(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]) -> sp.csr_matrix:
+    """0/1 CSR of (row, column) entries, a repeated entry once, columns sorted within rows."""
+    rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
+    order = np.lexsort((cols, rows))
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=shape[0]))])
+    m = sp.csr_matrix((np.ones(len(cols), dtype=np.float32), cols[order], indptr), shape=shape)
     m.sum_duplicates()
     m.data[:] = 1.0
     return m
 
 
-def build_snapshot(nodes: list[dict], edges: list[dict], version: int = 0) -> GraphSnapshot:
-    """Build a snapshot from ``get_all_nodes()`` / ``get_all_edges()`` output (``id``; ``source``/``target``).
+def _chunk_entries(rows_of_chunks: list[list[str]], row_ids, column_of) -> tuple[np.ndarray, np.ndarray]:
+    """(row, column) entries of chunk lists: ``row_ids[i]`` for list ``i``, ``column_of(chunk id)``."""
+    lengths = np.fromiter((len(r) for r in rows_of_chunks), dtype=np.int64, count=len(rows_of_chunks))
+    cols = np.fromiter((column_of(c) for r in rows_of_chunks for c in r), dtype=np.int64, count=int(lengths.sum()))
+    return np.repeat(np.asarray(row_ids, dtype=np.int64), lengths), cols
 
-    Nodes are ordered by name and edges by their endpoint names: the order a backend returns them in (insertion
-    order, which concurrent inserts vary; row order on PostgreSQL) must not decide how a mode breaks ties, or the
-    same data would rank differently on two backends or two runs."""
-    nodes = sorted(nodes, key=lambda node: str(node["id"]))
-    edges = sorted(edges, key=lambda edge: tuple(sorted((str(edge["source"]), str(edge["target"])))))
-    node_ids = [str(n["id"]) for n in nodes]
-    node_index = {name: i for i, name in enumerate(node_ids)}
-    # Backends may return an edge whose endpoint is missing from get_all_nodes (damaged storage): skip it.
-    kept = [e for e in edges if str(e["source"]) in node_index and str(e["target"]) in node_index
-            and str(e["source"]) != str(e["target"])]
-    src = np.fromiter((node_index[str(e["source"])] for e in kept), dtype=np.int64, count=len(kept))
-    tgt = np.fromiter((node_index[str(e["target"])] for e in kept), dtype=np.int64, count=len(kept))
-    weight = np.fromiter((edge_weight(e) for e in kept), dtype=np.float64, count=len(kept))
-    n, n_edges = len(node_ids), len(kept)
-    # Symmetric COO with the edge id as data first, to recover entry -> edge after CSR sorting.
+
+def _adjacency(src: np.ndarray, tgt: np.ndarray, weight: np.ndarray, n: int) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Symmetric CSR of the edges and, for each stored entry, the index of its edge."""
+    n_edges = len(src)
     rows, cols = np.concatenate([src, tgt]), np.concatenate([tgt, src])
     edge_of = np.concatenate([np.arange(n_edges), np.arange(n_edges)])
     order = np.lexsort((cols, rows))
     rows, cols, edge_of = rows[order], cols[order], edge_of[order]
     indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n))]) if n else np.zeros(1, np.int64)
-    adj = sp.csr_matrix((weight[edge_of], cols, indptr), shape=(n, n))
+    return sp.csr_matrix((weight[edge_of], cols, indptr), shape=(n, n)), edge_of
+
+
+def oriented(edge: dict) -> dict:
+    """``edge`` with ``source`` < ``target`` by name (a copy when it came the other way round)."""
+    source, target = edge_key(edge["source"], edge["target"])
+    if edge["source"] == source and edge["target"] == target:
+        return edge
+    return {**edge, "source": source, "target": target}
+
+
+def build_snapshot(nodes: list[dict], edges: list[dict], version: int = 0) -> GraphSnapshot:
+    """Build a snapshot from ``get_all_nodes()`` / ``get_all_edges()`` output (``id``; ``source``/``target``).
+
+    Nodes are ordered by name, edges oriented and ordered by their endpoint names: the order a backend returns them
+    in (insertion order, which concurrent inserts vary; row order on PostgreSQL) must not decide how a mode breaks
+    ties, or the same data would rank differently on two backends or two runs."""
+    nodes = sorted(nodes, key=lambda node: str(node["id"]))
+    node_ids = [str(n["id"]) for n in nodes]
+    node_index = {name: i for i, name in enumerate(node_ids)}
+    # Backends may return an edge whose endpoint is missing from get_all_nodes (damaged storage): skip it. A
+    # backend storing a pair twice (both directions) gives one edge, the first.
+    edges = sorted((oriented(e) for e in edges), key=lambda edge: (edge["source"], edge["target"]))
+    kept, seen = [], set()
+    for e in edges:
+        key = (e["source"], e["target"])
+        if key[0] in node_index and key[1] in node_index and key[0] != key[1] and key not in seen:
+            seen.add(key)
+            kept.append(e)
+    src = np.fromiter((node_index[e["source"]] for e in kept), dtype=np.int64, count=len(kept))
+    tgt = np.fromiter((node_index[e["target"]] for e in kept), dtype=np.int64, count=len(kept))
+    weight = np.fromiter((edge_weight(e) for e in kept), dtype=np.float64, count=len(kept))
+    adj, edge_of = _adjacency(src, tgt, weight, len(node_ids))
 
     node_chunks = [split_field(nd.get("source_id")) for nd in nodes]
     edge_chunks = [split_field(e.get("source_id")) for e in kept]
     chunk_ids = sorted({c for r in node_chunks + edge_chunks for c in r})
     chunk_index = {c: i for i, c in enumerate(chunk_ids)}
+    shape = (len(chunk_ids),)
     return GraphSnapshot(
         version=version, node_ids=node_ids, node_index=node_index, node_data=nodes, adj=adj,
         edge_src=src, edge_tgt=tgt, edge_data=kept, entry_edge=edge_of,
         chunk_ids=chunk_ids, chunk_index=chunk_index,
-        entity_chunks=_incidence(node_chunks, chunk_index), relation_chunks=_incidence(edge_chunks, chunk_index),
+        entity_chunks=_incidence_matrix(*_chunk_entries(node_chunks, np.arange(len(nodes)), chunk_index.__getitem__),
+                                        (len(nodes), *shape)),
+        relation_chunks=_incidence_matrix(*_chunk_entries(edge_chunks, np.arange(len(kept)), chunk_index.__getitem__),
+                                          (len(kept), *shape)),
     )
+
+
+def _merged(kept: list, added: list, at: list[int]) -> list:
+    """``kept`` with ``added[k]`` inserted before ``kept[at[k]]`` (``at`` non-decreasing)."""
+    out, start = [], 0
+    for item, stop in zip(added, at):
+        out.extend(kept[start:stop])
+        out.append(item)
+        start = stop
+    out.extend(kept[start:])
+    return out
+
+
+def _rows_entries(matrix: sp.csr_matrix, rows: np.ndarray, new_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row, column) entries of ``matrix``'s ``rows``, renumbered ``new_rows``."""
+    sub = matrix[rows]
+    return np.repeat(new_rows, np.diff(sub.indptr)), sub.indices.astype(np.int64)
+
+
+def patch_snapshot(base: GraphSnapshot, nodes: dict[str, dict | None], edges: dict[tuple[str, str], dict | None],
+                   version: int = 0) -> GraphSnapshot:
+    """``base`` with the nodes and edges read again from the storage applied: ``nodes`` name -> data as
+    ``get_nodes_batch`` gives it (None: gone), ``edges`` :func:`~lightrag_prism.graph_changes.edge_key` -> data as
+    ``get_edges_batch`` gives it (None: gone). When they name everything written since ``base`` was read, the result
+    equals :func:`build_snapshot` of the whole graph (tested). Everything else is carried over by array operations,
+    and ``rows_from(result, base)`` is known without its pass."""
+    # Nodes: base rows not named stay, in order; the named ones that exist are merged in by name.
+    named_rows = [base.node_index[name] for name in nodes if name in base.node_index]
+    keep = np.ones(base.num_nodes, dtype=bool)
+    keep[named_rows] = False
+    kept_rows = np.flatnonzero(keep)
+    kept_names = [base.node_ids[i] for i in kept_rows.tolist()]
+    added = sorted(name for name, data in nodes.items() if data is not None)
+    at = [bisect.bisect_left(kept_names, name) for name in added]
+    node_ids = _merged(kept_names, added, at)
+    added_data = [{**nodes[name], "id": name} for name in added]
+    node_data = _merged([base.node_data[i] for i in kept_rows.tolist()], added_data, at)
+    node_index = {name: i for i, name in enumerate(node_ids)}
+    n = len(node_ids)
+    kept_new = np.arange(len(kept_rows)) + np.searchsorted(np.asarray(at, dtype=np.int64), np.arange(len(kept_rows)),
+                                                           side="right")
+    added_new = np.asarray(at, dtype=np.int64) + np.arange(len(added), dtype=np.int64)
+    position = np.full(base.num_nodes, -1, dtype=np.int64)  # base row -> row here (-1: gone)
+    position[kept_rows] = kept_new
+    node_sources = np.full(n, -1, dtype=np.int64)  # row here -> base row with equal data (rows_from)
+    node_sources[kept_new] = kept_rows
+    for name, row, data in zip(added, added_new.tolist(), added_data):
+        j = base.node_index.get(name)
+        if j is not None:
+            position[j] = row
+            if base.node_data[j] == data:
+                node_sources[row] = j
+
+    # Edges: base edges not named whose endpoints remain, then the named ones that exist; ordered by endpoints.
+    base_edges = base.edge_index()
+    keep = np.ones(base.num_edges, dtype=bool)
+    keep[[base_edges[key] for key in edges if key in base_edges]] = False
+    src_now, tgt_now = position[base.edge_src], position[base.edge_tgt]
+    kept_edges = np.flatnonzero(keep & (src_now >= 0) & (tgt_now >= 0))
+    new_edges = [(key, {**data, "source": key[0], "target": key[1]}) for key, data in sorted(edges.items())
+                 if data is not None and key[0] != key[1] and key[0] in node_index and key[1] in node_index]
+    base_weight = np.empty(base.num_edges, dtype=np.float64)
+    base_weight[base.entry_edge] = base.adj.data
+    src = np.concatenate([src_now[kept_edges], np.fromiter((node_index[k[0]] for k, _ in new_edges), np.int64,
+                                                           len(new_edges))])
+    tgt = np.concatenate([tgt_now[kept_edges], np.fromiter((node_index[k[1]] for k, _ in new_edges), np.int64,
+                                                           len(new_edges))])
+    weight = np.concatenate([base_weight[kept_edges], np.fromiter((edge_weight(d) for _, d in new_edges),
+                                                                  np.float64, len(new_edges))])
+    sources = np.concatenate([kept_edges, np.fromiter(
+        (j if j is not None and base.edge_data[j] == d else -1 for j, d in
+         ((base_edges.get(k), d) for k, d in new_edges)), np.int64, len(new_edges))])
+    order = np.lexsort((tgt, src))
+    combined = [base.edge_data[e] for e in kept_edges.tolist()] + [d for _, d in new_edges]
+    edge_data = [combined[i] for i in order.tolist()]
+    edge_row = np.empty(len(order), dtype=np.int64)  # combined position -> row here
+    edge_row[order] = np.arange(len(order))
+    adj, entry_edge = _adjacency(src[order], tgt[order], weight[order], n)
+
+    # Chunks: carried rows keep their base columns; new chunk ids get columns after them; unused ones drop out.
+    extra: dict[str, int] = {}
+
+    def column_of(chunk: str) -> int:
+        j = base.chunk_index.get(chunk)
+        return j if j is not None else extra.setdefault(chunk, len(base.chunk_ids) + len(extra))
+
+    parts = [_rows_entries(base.entity_chunks, kept_rows, kept_new),
+             _chunk_entries([split_field(d.get("source_id")) for d in added_data], added_new, column_of)]
+    edge_parts = [_rows_entries(base.relation_chunks, kept_edges, edge_row[:len(kept_edges)]),
+                  _chunk_entries([split_field(d.get("source_id")) for _, d in new_edges],
+                                 edge_row[len(kept_edges):], column_of)]
+    names = base.chunk_ids + list(extra)
+    used = np.unique(np.concatenate([cols for _, cols in parts + edge_parts]))
+    used_names = [names[c] for c in used.tolist()]
+    by_name = sorted(range(len(used)), key=used_names.__getitem__)
+    chunk_ids = [used_names[i] for i in by_name]
+    column = np.full(len(names), -1, dtype=np.int64)
+    column[used[by_name]] = np.arange(len(used))
+    shape = (len(chunk_ids),)
+    entity_chunks = _incidence_matrix(np.concatenate([r for r, _ in parts]),
+                                      column[np.concatenate([c for _, c in parts])], (n, *shape))
+    relation_chunks = _incidence_matrix(np.concatenate([r for r, _ in edge_parts]),
+                                        column[np.concatenate([c for _, c in edge_parts])], (len(order), *shape))
+    snapshot = GraphSnapshot(
+        version=version, node_ids=node_ids, node_index=node_index, node_data=node_data, adj=adj,
+        edge_src=src[order], edge_tgt=tgt[order], edge_data=edge_data, entry_edge=entry_edge,
+        chunk_ids=chunk_ids, chunk_index={c: i for i, c in enumerate(chunk_ids)},
+        entity_chunks=entity_chunks, relation_chunks=relation_chunks)
+    snapshot.derived["rows_from"] = ((id(base), base.version), node_sources, sources[order])
+    return snapshot
 
 
 async def snapshot_from_storage(graph_storage, version: int = 0) -> GraphSnapshot:
@@ -172,9 +318,28 @@ async def snapshot_from_storage(graph_storage, version: int = 0) -> GraphSnapsho
     return await asyncio.to_thread(build_snapshot, nodes, edges, version)
 
 
+async def patched_from_storage(graph_storage, base: GraphSnapshot, changes: Changes, version: int) -> GraphSnapshot:
+    """``base`` with the nodes and edges ``changes`` names read again (``get_nodes_batch``/``get_edges_batch``)."""
+    pairs = set(changes.edges)
+    for name in changes.removed:  # a removal took the node's edges along; one written back since is read again
+        row = base.node_index.get(name)
+        if row is not None:
+            entries = base.entry_edge[base.adj.indptr[row]:base.adj.indptr[row + 1]]
+            pairs.update(base.edge_key(e) for e in entries.tolist())
+    names, pairs = sorted(changes.nodes), sorted(pairs)
+    found_nodes, found_edges = await asyncio.gather(
+        graph_storage.get_nodes_batch(names) if names else asyncio.sleep(0, {}),
+        graph_storage.get_edges_batch([{"src": a, "tgt": b} for a, b in pairs]) if pairs else asyncio.sleep(0, {}))
+    nodes = {name: found_nodes.get(name) for name in names}
+    edges = {pair: found_edges.get(pair) for pair in pairs}
+    return await asyncio.to_thread(patch_snapshot, base, nodes, edges, version)
+
+
 class SnapshotCache:
-    """Holds the current snapshot; ``invalidate()`` after this process changed the graph (the next ``get()``
-    rebuilds), ``refresh(prepare)`` after another process did (the current snapshot keeps answering meanwhile).
+    """Holds the current snapshot; ``invalidate()`` after this process changed the graph through the storage's
+    write methods (the next ``get()`` patches the snapshot with what they wrote), ``need_whole()`` after a change
+    they did not see, ``refresh(prepare)`` after another process changed it (the current snapshot keeps answering
+    meanwhile).
 
     The previous snapshot is kept in ``previous`` so derived data (e.g. FastRP) can be updated incrementally.
     """
@@ -186,7 +351,11 @@ class SnapshotCache:
         self.previous: GraphSnapshot | None = None
         self._lock = asyncio.Lock()
         self._refresh_lock = asyncio.Lock()
+        self._refresh_from: int | None = None  # log position a refresh in progress read from
+        self.changes = GraphChanges()
+        watch_writes(graph_storage, self.changes)
         self.builds = 0
+        self.patches = 0  # builds that read only what changed
 
     @property
     def version(self) -> int:
@@ -199,27 +368,53 @@ class SnapshotCache:
     def invalidate(self) -> None:
         self._version += 1
 
+    def need_whole(self) -> None:
+        """The graph changed in ways the change log did not see: the next build reads all of it."""
+        self.changes.need_whole()
+        self._version += 1
+
+    async def _read(self, version: int) -> GraphSnapshot:
+        base, position = self._current, self.changes.position
+        changes = self.changes.since(base.changes_through) if base is not None else None
+        # Past half of a large graph, one read of everything is as quick as reading the changes item by item.
+        if changes is None or len(changes) > max((base.num_nodes + base.num_edges) // 2, PATCH_ALWAYS_BELOW):
+            snapshot = await snapshot_from_storage(self._storage, version)
+        else:
+            snapshot = await patched_from_storage(self._storage, base, changes, version)
+            self.patches += 1
+        snapshot.changes_through = position
+        return snapshot
+
+    def _install(self, snapshot: GraphSnapshot) -> None:
+        self.previous, self._current = self._current, snapshot
+        self.builds += 1
+        kept = snapshot.changes_through if self._refresh_from is None else min(snapshot.changes_through,
+                                                                                self._refresh_from)
+        self.changes.forget_through(kept)
+
     async def get(self) -> GraphSnapshot:
         current = self._current
         if current is not None and current.version == self._version:
             return current
         async with self._lock:
             if self._current is None or self._current.version != self._version:
-                version = self._version
-                snapshot = await snapshot_from_storage(self._storage, version)
-                self.previous, self._current = self._current, snapshot
-                self.builds += 1
+                self._install(await self._read(self._version))
             return self._current
 
     async def refresh(self, prepare: Callable[[GraphSnapshot, GraphSnapshot | None], Awaitable[Any]]) -> None:
-        """Read the graph again and make it current once ``prepare(new, base)`` has built its derived views
+        """Read the whole graph again and make it current once ``prepare(new, base)`` has built its derived views
         (``base``: the snapshot it replaces, for incremental updates). Queries meanwhile get the current one."""
         async with self._refresh_lock:
             version, base = self._version, self._current
-            snapshot = await snapshot_from_storage(self._storage, version)
-            await prepare(snapshot, base)
-            async with self._lock:
-                # A local invalidate() meanwhile means get() rebuilds anyway: this one is already out of date.
-                if self._version == version:
-                    self.previous, self._current = self._current, snapshot
-                    self.builds += 1
+            self._refresh_from = position = self.changes.position
+            try:
+                snapshot = await snapshot_from_storage(self._storage, version)
+                snapshot.changes_through = position
+                await prepare(snapshot, base)
+                async with self._lock:
+                    if self._version == version:
+                        self._install(snapshot)
+                    else:  # a local change came first: a patch of it would lack what this read found
+                        self.need_whole()
+            finally:
+                self._refresh_from = None

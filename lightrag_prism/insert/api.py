@@ -220,7 +220,7 @@ class InsertFeaturesMixin:
             # The graph may have changed (even if the run failed midway); a run that found nothing to do (another
             # worker's pipeline was busy, or nothing was queued) changed nothing other processes must reload.
             if backlog or await self.doc_status.get_status_counts() != counts:
-                await self.graph_changed()
+                await self.publish_graph_change()
             else:
                 self.invalidate_snapshot()
         if self.prepare_query_indexes:  # every way in (ainsert, LightRAG Server uploads and scans) ends here

@@ -46,6 +46,9 @@ class Store:
                 store.token = value
         return Document()
 
+    def lock(self, name):
+        return asyncio.Lock()
+
 
 async def test_the_watcher_reloads_once_per_foreign_change_and_never_for_its_own():
     state, refreshed = Store(), []
@@ -60,8 +63,11 @@ async def test_the_watcher_reloads_once_per_foreign_change_and_never_for_its_own
     assert await watcher.check() and not await watcher.check()
     assert refreshed == ["written-by-another-process"]
     assert watcher.status()["refreshes"] == 1 and len(watcher.status()["refresh_seconds"]) == 1
-    await watcher.local_change()  # this process changed the graph: its own rebuild follows, no reload
+    assert not await watcher.local_change()  # this process changed the graph: its own build follows, no reload
     assert state.token != "written-by-another-process" and not await watcher.check()
+    state.token = "another-process-again"  # a foreign change the watcher has not seen yet...
+    assert await watcher.local_change()  # ...is reported by the next local change (its build reads everything)
+    assert not await watcher.check() and refreshed == ["written-by-another-process"]
     assert refreshed == ["written-by-another-process"]
 
 

@@ -119,12 +119,13 @@ def test_rows_from_names_the_base_row_of_every_unchanged_node_and_edge():
     base = build_snapshot(nodes, edges, 0)
     changed_nodes = [dict(n) for n in nodes if n["id"] != "d"] + [{"id": "e", "description": "new", "source_id": "c2"}]
     changed_nodes[1]["description"] = "about b, more"  # b changed
-    changed_edges = [dict(edges[0]), {**edges[1], "source": "c", "target": "b"},  # b-c stored the other way round
+    changed_edges = [{**edges[0], "weight": 2.0},  # a-b changed
+                     {**edges[1], "source": "c", "target": "b"},  # b-c stored the other way round: the same edge
                      {"source": "a", "target": "e", "weight": 1.0, "description": "a-e", "source_id": "c2"}]
     snap = build_snapshot(changed_nodes, changed_edges, 1)
     node_rows, edge_rows = rows_from(snap, base)
     expected_nodes = {"a": base.node_index["a"], "b": -1, "c": base.node_index["c"], "e": -1}
     assert dict(zip(snap.node_ids, node_rows.tolist())) == expected_nodes
-    expected_edges = {("a", "b"): base.edge_index()[("a", "b")], ("c", "b"): -1, ("a", "e"): -1}
+    expected_edges = {("a", "b"): -1, ("b", "c"): base.edge_index()[("b", "c")], ("a", "e"): -1}
     assert {snap.edge_key(e): j for e, j in enumerate(edge_rows.tolist())} == expected_edges
     assert rows_from(snap, base)[0] is node_rows  # cached for this base

@@ -120,5 +120,5 @@ async def apply_merge(rag, plan: dict[str, Any], *, crash_hook=None) -> dict[str
     rows_fixed = await _fix_document_rows(rag, plan["doc_ids"], rename)
     for storage in (rag.chunk_entity_relation_graph, rag.full_entities, rag.full_relations):
         await storage.index_done_callback()
-    await rag.graph_changed()
+    await rag.publish_graph_change()
     return {"canonical": canonical, "merged": sources, "weights_changed": weights_changed, "rows_fixed": rows_fixed}
