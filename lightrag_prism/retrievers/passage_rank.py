@@ -18,6 +18,7 @@ on snapshot arrays).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -57,6 +58,7 @@ def minmax(x: np.ndarray) -> np.ndarray:
     return (x - lo) / (hi - lo) if hi > lo else np.zeros_like(x, dtype=np.float64)
 
 
+@functools.lru_cache(maxsize=1 << 18)  # every snapshot asks again for each of its names
 def name_key(name: str) -> str:
     """Case-folded name without a trailing possessive ("Hello Love's" -> "hello love")."""
     return _POSSESSIVE.sub("", name.strip()).strip().casefold()

@@ -128,6 +128,16 @@ async def test_embedding_index_persists_and_embeds_only_new(tmp_path):
         await rag.finalize_storages()
 
 
+class AskedTexts(list):
+    """Texts that count how many of them were asked for (a sync makes only the ones it embeds)."""
+
+    asked = 0
+
+    def __getitem__(self, i):
+        self.asked += 1
+        return super().__getitem__(i)
+
+
 @pytest.mark.asyncio
 async def test_embedding_index_sync_holds_exactly_the_wanted_ids_through_random_changes():
     """Ids added, dropped, reordered and repeated at random: each sync returns every id's own vector in the order
@@ -143,9 +153,10 @@ async def test_embedding_index_sync_holds_exactly_the_wanted_ids_through_random_
         ids += rng.sample(ids, min(len(ids), rng.randint(0, 3)))  # repeats
         rng.shuffle(ids)
         held_before, embedded_before = set(index.ids), len(embed.texts)
-        rows = await index.sync(ids, [f"text of {v}" for v in ids], embed)
+        texts = AskedTexts([f"text of {v}" for v in ids])
+        rows = await index.sync(ids, texts, embed)
         assert sorted(index.ids) == sorted(set(ids)) and len(index.ids) == len(set(ids))
-        assert len(embed.texts) - embedded_before == len(set(ids) - held_before)
+        assert len(embed.texts) - embedded_before == len(set(ids) - held_before) == texts.asked  # no other text made
         if ids:
             expected = np.asarray(await HashEmbedder()([f"text of {v}" for v in ids]))
             np.testing.assert_allclose(rows, expected / np.linalg.norm(expected, axis=1, keepdims=True), atol=1e-6)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,6 +69,19 @@ def snapshot_facts(snapshot: GraphSnapshot) -> list[Fact]:
     return [edge_fact(snapshot, e) for e in range(snapshot.num_edges)]
 
 
+class FactTexts(Sequence):
+    """The text of each fact, made when asked for: a sync embeds a few of them, not all."""
+
+    def __init__(self, facts: list[Fact]) -> None:
+        self.facts = facts
+
+    def __len__(self) -> int:
+        return len(self.facts)
+
+    def __getitem__(self, i):
+        return fact_text(self.facts[i])
+
+
 @dataclass
 class FactView:
     facts: list[Fact]
@@ -94,8 +108,7 @@ async def fact_view(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None = N
             else:
                 facts.append(edge_fact(snapshot, e))
                 ids.append(fact_id(facts[-1]))
-        vectors = await hippo_state(rag).fact_index.sync(ids, [fact_text(f) for f in facts],
-                                                         lambda t: embed_in_batches(rag, t))
+        vectors = await hippo_state(rag).fact_index.sync(ids, FactTexts(facts), lambda t: embed_in_batches(rag, t))
         view = snapshot.derived["hipporag_facts"] = FactView(facts, ids, vectors)
     return view
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Awaitable, Callable
+from typing import Awaitable, Callable, Sequence
 
 import numpy as np
 
@@ -46,7 +46,7 @@ class EmbeddingIndex:
             if vid not in self._row:
                 self._staged[vid] = vector
 
-    async def sync(self, ids: list[str], texts: list[str], embed: EmbedFunc) -> np.ndarray:
+    async def sync(self, ids: list[str], texts: Sequence[str], embed: EmbedFunc) -> np.ndarray:
         """Make the index hold exactly ``ids`` (texts in the same order); return their rows in that order.
         Staged vectors are used and then forgotten, whether ``ids`` wanted them or not. The matrix is rebuilt in
         the order asked, in one gather, and returned as it is (repeated ids: the order of first appearance)."""
@@ -67,8 +67,13 @@ class EmbeddingIndex:
                 found.update(stored)
             todo = [vid for vid in missing if vid not in found]
             if todo:
-                text_of = dict(zip(ids, texts))
-                vectors = unit_rows(np.asarray(await embed([text_of[v] for v in todo]), dtype=np.float32))
+                # ``texts`` may compute each text on demand (facts.py): only the ones to embed are asked for.
+                wanted = set(todo)
+                at = {}
+                for i, vid in zip(absent, missing) if unique is ids else enumerate(ids):
+                    if vid in wanted:
+                        at.setdefault(vid, i)
+                vectors = unit_rows(np.asarray(await embed([texts[at[v]] for v in todo]), dtype=np.float32))
                 self.embedded_total += len(todo)
                 found.update(zip(todo, vectors))
                 new.update(zip(todo, vectors))
