@@ -22,6 +22,7 @@ from typing import Callable, Iterable
 logger = logging.getLogger(__name__)
 
 Edge = tuple[str, str]  # endpoints in name order: the graph is undirected
+LOG_LIMIT = 500_000  # names kept at most (an instance that writes and never builds a snapshot); past it: whole read
 
 
 def edge_key(source, target) -> Edge:
@@ -107,6 +108,9 @@ class GraphChanges:
             self._nodes[str(name)] = self._removed[str(name)] = at
         for source, target in written.edges:
             self._edges[edge_key(source, target)] = at
+        if len(self) > LOG_LIMIT:
+            self.need_whole()
+            self.forget_through(self.position)
 
     def need_whole(self) -> None:
         self.position += 1

@@ -74,10 +74,10 @@ class GraphSnapshot:
     def edge_index(self) -> dict[tuple[str, str], int]:
         """(src, tgt) -> edge index, both orientations (cached)."""
         if "edge_index" not in self.derived:
-            index = {}
-            for e, (s, t) in enumerate(zip(self.edge_src.tolist(), self.edge_tgt.tolist())):
-                index[(self.node_ids[s], self.node_ids[t])] = e
-                index[(self.node_ids[t], self.node_ids[s])] = e
+            ids = self.node_ids
+            sources, targets = [ids[s] for s in self.edge_src.tolist()], [ids[t] for t in self.edge_tgt.tolist()]
+            index = dict(zip(zip(targets, sources), range(self.num_edges)))
+            index.update(zip(zip(sources, targets), range(self.num_edges)))
             self.derived["edge_index"] = index
         return self.derived["edge_index"]
 

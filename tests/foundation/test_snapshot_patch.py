@@ -39,7 +39,7 @@ async def random_writes(storage, rng: random.Random, step: int) -> None:
     """A few writes through every public write method (as LightRAG's insert, delete, edit and merge make them)."""
     for _ in range(rng.randint(0, 8)):
         a, b = f"n{rng.randint(0, 40)}", f"n{rng.randint(0, 40)}"
-        node = {"description": f"{a}@{step}", "entity_type": "x", "source_id": chunks(rng)}
+        node = {"entity_id": a, "description": f"{a}@{step}", "entity_type": "x", "source_id": chunks(rng)}
         edge = {"weight": float(rng.randint(1, 4)), "description": f"{a} and {b}", "keywords": "k",
                 "source_id": chunks(rng)}
         roll = rng.random()
@@ -79,7 +79,8 @@ async def test_a_patched_snapshot_equals_a_whole_build_through_random_writes(tmp
             continue  # several steps of writes between two builds
         if step == 60:
             await storage.drop()  # a write the log cannot name: read everything
-            await storage.upsert_node("n1", {"description": "after the drop", "source_id": "chunk-1"})
+            await storage.upsert_node("n1", {"entity_id": "n1", "description": "after the drop",
+                                             "source_id": "chunk-1"})
         cache.invalidate()
         base = cache.current
         snapshot = await cache.get()
@@ -118,6 +119,17 @@ async def test_a_call_the_log_cannot_parse_asks_for_a_whole_read():
     assert changes.since(0) is None
     changes.note(Written(nodes=("C",)))
     assert changes.since(changes.whole_at).nodes == {"C"}
+
+
+async def test_a_log_past_its_limit_is_dropped_for_a_whole_read(monkeypatch):
+    from lightrag_prism import graph_changes
+
+    monkeypatch.setattr(graph_changes, "LOG_LIMIT", 5)
+    changes = GraphChanges()
+    changes.note(Written(nodes=("a", "b"), edges=(("a", "b"),)))
+    assert changes.since(0).nodes == {"a", "b"}
+    changes.note(Written(nodes=("c", "d", "e")))
+    assert changes.since(0) is None and len(changes) == 0  # memory bounded; the next build reads everything
 
 
 async def test_a_change_made_by_another_instance_is_read_whole(tmp_path):

@@ -122,3 +122,34 @@ def test_restart_after_kill_rebuilds_nothing(servers, stack, tmp_path):
     # one snapshot build for the restarted process (the graph is read once), none for a warm query
     assert sum(report[f"first/{m}"]["snapshots"] for m in QUERY_MODES) <= 1
     assert all(report[f"warm/{m}"]["snapshots"] == 0 for m in QUERY_MODES)
+
+
+def test_a_patched_snapshot_equals_a_whole_read_on_postgresql(servers, tmp_path):
+    """The snapshot patched from the change log (snapshot.patch_snapshot) against one read whole, through random
+    writes on PGTableGraphStorage (its batch reads, its own edge orientation) and a document inserted and deleted."""
+    import random
+
+    from lightrag_prism.snapshot import build_snapshot
+    from tests.foundation.test_snapshot_patch import assert_same, random_writes
+
+    async def run():
+        rag = PrismRAG(working_dir=str(tmp_path), workspace=f"p{uuid.uuid4().hex[:8]}",
+                       embedding_func=dense_hash_embedding_func(), **STACKS["postgres"])
+        await rag.initialize_storages()
+        graph, rng = rag.chunk_entity_relation_graph, random.Random(3)
+        try:
+            texts, ids = corpus()
+            await rag.ainsert(texts[:4], ids=ids[:4])
+            for step in range(40):
+                if step == 20:
+                    await rag.adelete_by_doc_id(ids[0])
+                else:
+                    await random_writes(graph, rng, step)
+                rag.invalidate_snapshot()
+                snapshot = await rag.graph_snapshot()
+                assert_same(snapshot, build_snapshot(await graph.get_all_nodes(), await graph.get_all_edges()))
+            assert rag._snapshots.patches >= 30
+        finally:
+            await rag.finalize_storages()
+
+    asyncio.run(run())
