@@ -129,11 +129,8 @@ def edge_weight(edge: dict) -> float:
 
 def _incidence_matrix(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]) -> sp.csr_matrix:
     """0/1 CSR of (row, column) entries, a repeated entry once, columns sorted within rows."""
-    rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
-    order = np.lexsort((cols, rows))
-    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=shape[0]))])
-    m = sp.csr_matrix((np.ones(len(cols), dtype=np.float32), cols[order], indptr), shape=shape)
-    m.sum_duplicates()
+    m = sp.csr_matrix((np.ones(len(cols), dtype=np.float32), (rows, cols)), shape=shape)
+    m.sum_duplicates()  # canonical form (scipy sums repeats while converting; this also sorts the columns)
     m.data[:] = 1.0
     return m
 
@@ -332,9 +329,8 @@ async def patched_from_storage(graph_storage, base: GraphSnapshot, changes: Chan
             entries = base.entry_edge[base.adj.indptr[row]:base.adj.indptr[row + 1]]
             pairs.update(base.edge_key(e) for e in entries.tolist())
     names, pairs = sorted(changes.nodes), sorted(pairs)
-    found_nodes, found_edges = await asyncio.gather(
-        graph_storage.get_nodes_batch(names) if names else asyncio.sleep(0, {}),
-        graph_storage.get_edges_batch([{"src": a, "tgt": b} for a, b in pairs]) if pairs else asyncio.sleep(0, {}))
+    found_nodes = await graph_storage.get_nodes_batch(names) if names else {}
+    found_edges = await graph_storage.get_edges_batch([{"src": a, "tgt": b} for a, b in pairs]) if pairs else {}
     nodes = {name: found_nodes.get(name) for name in names}
     edges = {pair: found_edges.get(pair) for pair in pairs}
     return await asyncio.to_thread(patch_snapshot, base, nodes, edges, version)

@@ -27,7 +27,7 @@ from .entity_types.discovery import discover_entity_types, load_state, read_fold
 from .merging.agentic import agentic_merge, roll_forward
 from .pipeline import InsertHooks, content_key, make_prism_chunker
 from ..retrievers.hipporag.graph import forget_hippo_state
-from ..retrievers.query_state import SETTLE_MIN_NODES, index_items, prepare_query_state, settle_heap
+from ..retrievers.query_state import SETTLE_MIN_NODES, index_items, prepare_query_state
 from .merging.rebuild import aliases_read_once
 from .recovery import repair_recovery_anchors
 from .state_migration import migrate_state_files
@@ -168,8 +168,7 @@ class InsertFeaturesMixin:
             logger.warning("finished %d interrupted merge(s) at startup", len(outcomes))
         await self.version_watcher.adopt_current()
         if self.prepare_query_indexes:  # a restarted process answers its first hipporag/prism query warm
-            if await prepare_query_state(self) and (await self.graph_snapshot()).num_nodes >= SETTLE_MIN_NODES:
-                settle_heap(self.gc_freeze)  # the loaded index: see settle_heap
+            await prepare_query_state(self, settle_from=SETTLE_MIN_NODES)  # the loaded index: see settle_heap
             prepare_queries = getattr(inspect.unwrap(self.embedding_func.func), "prepare_queries", None)
             if prepare_queries is not None:  # the local embedder's in-process query encoder
                 await asyncio.to_thread(prepare_queries)
@@ -224,7 +223,7 @@ class InsertFeaturesMixin:
             else:
                 self.invalidate_snapshot()
         if self.prepare_query_indexes:  # every way in (ainsert, LightRAG Server uploads and scans) ends here
-            await prepare_query_state(self, full_gc=backlog >= PACED_MIN_PARALLEL)
+            await prepare_query_state(self, settle_from=0 if backlog >= PACED_MIN_PARALLEL else None)
         return result
 
     async def adelete_by_doc_id(self, *args, **kwargs):

@@ -110,17 +110,16 @@ def settle_heap(freeze: bool) -> None:
         gc.freeze()
 
 
-async def prepare_query_state(rag, full_gc: bool = False) -> bool:
-    """Build what the first hipporag/prism query would build (see the module doc); True when it ran.
-    ``full_gc`` after a large insert or at start-up over a large index (see below); a small insert leaves too few
-    objects for a collection to be due."""
+async def prepare_query_state(rag, settle_from: int | None = None) -> bool:
+    """Build what the first hipporag/prism query would build (see the module doc); True when it ran. Then, when
+    the graph has at least ``settle_from`` entities, :func:`settle_heap` (after a large insert: 0; at start-up:
+    :data:`SETTLE_MIN_NODES`; None, after a small insert, which leaves too few objects for a collection to be due)."""
     try:
         snapshot = await rag.graph_snapshot()
         await prepare_views(rag, snapshot, rag._snapshots.previous)
-        # The insert left many new long-lived objects, so Python's next full collection is due: run it here, as
-        # part of the insert, rather than inside the first query (once measured at 3x a warm query after 3,000
-        # passages; a full collection over that heap is one cause that size explains).
-        if full_gc:
+        # A large insert or a load left many new long-lived objects, so Python's next full collection is due: run
+        # it here rather than inside the first query (once measured at 3x a warm query after 3,000 passages).
+        if settle_from is not None and snapshot.num_nodes >= settle_from:
             settle_heap(getattr(rag, "gc_freeze", False))
     except Exception as exc:  # noqa: BLE001 - must never fail a completed insert
         logger.warning("hipporag/prism query state not prepared after insert (the next query will build it): %s",

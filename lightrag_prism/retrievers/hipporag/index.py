@@ -68,11 +68,13 @@ class EmbeddingIndex:
             todo = [vid for vid in missing if vid not in found]
             if todo:
                 # ``texts`` may compute each text on demand (facts.py): only the ones to embed are asked for.
-                wanted = set(todo)
-                at = {}
-                for i, vid in zip(absent, missing) if unique is ids else enumerate(ids):
-                    if vid in wanted:
-                        at.setdefault(vid, i)
+                if unique is ids:  # no repeats: a position in ``unique`` is one in ``ids``
+                    at = dict(zip(missing, absent))
+                else:
+                    wanted, at = set(todo), {}
+                    for i, vid in enumerate(ids):
+                        if vid in wanted:
+                            at.setdefault(vid, i)
                 vectors = unit_rows(np.asarray(await embed([texts[at[v]] for v in todo]), dtype=np.float32))
                 self.embedded_total += len(todo)
                 found.update(zip(todo, vectors))
