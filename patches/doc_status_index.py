@@ -26,7 +26,7 @@ from __future__ import annotations
 import copy
 from collections import Counter, defaultdict
 
-from .private import PRIVATE_SYMBOLS, check_symbol, wrap_once
+from .private import register_symbols, wrap_once
 
 _SYMBOLS = [
     ("lightrag.kg.json_doc_status_impl", "JsonDocStatusStorage.get_doc_by_content_hash", 3),
@@ -35,9 +35,7 @@ _SYMBOLS = [
     ("lightrag.kg.json_doc_status_impl", "JsonDocStatusStorage.get_doc_by_file_path", 2),
     ("lightrag.kg.json_doc_status_impl", "JsonDocStatusStorage.initialize", 1),
 ]
-PRIVATE_SYMBOLS.extend(_SYMBOLS)
-for _symbol in _SYMBOLS:
-    check_symbol(*_symbol)
+register_symbols(*_SYMBOLS)
 
 _LOADS = [0]  # doc-status file loads in this process: any of them may have replaced rows behind the index's back
 

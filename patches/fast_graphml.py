@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import re
 
-from .private import PRIVATE_SYMBOLS, check_symbol
+from .private import register_symbols
 
 _SYMBOL = ("lightrag.kg.networkx_impl", "NetworkXStorage.write_nx_graph", 3)
-PRIVATE_SYMBOLS.append(_SYMBOL)
-check_symbol(*_SYMBOL)
+register_symbols(_SYMBOL)
 
 XML_TYPES = {str: "string", int: "long", float: "double", bool: "boolean"}  # networkx's mapping for these types
 _SPECIAL = re.compile("[&<>\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")

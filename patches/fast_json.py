@@ -34,15 +34,13 @@ from __future__ import annotations
 
 import math
 
-from .private import PRIVATE_SYMBOLS, check_symbol, wrap_once
+from .private import register_symbols, wrap_once
 
 _MODULES = ("lightrag.kg.json_kv_impl", "lightrag.kg.json_doc_status_impl")
 _SYMBOLS = [(module, "write_json", 2) for module in _MODULES]
 # nano-vectordb's private storage dict; a version without it gets its own save (checked on every call).
 _NANO_STORAGE = "_NanoVectorDB__storage"
-PRIVATE_SYMBOLS.extend(_SYMBOLS)
-for _symbol in _SYMBOLS:
-    check_symbol(*_symbol)
+register_symbols(*_SYMBOLS)
 
 
 def orjson_writer(original):

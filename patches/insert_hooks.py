@@ -28,7 +28,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Awaitable, Callable
 
-from .private import PRIVATE_SYMBOLS, check_symbol, wrap_once
+from .private import register_symbols, wrap_once
 
 _SYMBOLS = [
     ("lightrag.lightrag", "LightRAG._process_extract_entities", 5),
@@ -37,9 +37,7 @@ _SYMBOLS = [
     ("lightrag.operate", "_rebuild_from_extraction_result", 5),
     ("lightrag.operate", "_process_extraction_result", 7),
 ]
-PRIVATE_SYMBOLS.extend(_SYMBOLS)
-for _symbol in _SYMBOLS:
-    check_symbol(*_symbol)
+register_symbols(*_SYMBOLS)
 
 _PROFILE_FIELD = "_entity_extraction_prompt_profile"
 

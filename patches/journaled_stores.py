@@ -28,7 +28,7 @@ import numpy as np
 from lightrag_prism import journal
 
 from . import doc_status_index
-from .private import PRIVATE_SYMBOLS, check_symbol
+from .private import register_symbols
 
 _SYMBOLS = [
     ("lightrag.kg.nano_vector_db_impl", "NanoVectorDBStorage._save_to_disk_locked", 2),
@@ -45,9 +45,7 @@ _SYMBOLS = [
     ("nano_vectordb.dbs", "NanoVectorDB.upsert", 2),
     ("nano_vectordb.dbs", "NanoVectorDB.delete", 2),
 ]
-PRIVATE_SYMBOLS.extend(_SYMBOLS)
-for _symbol in _SYMBOLS:
-    check_symbol(*_symbol)
+register_symbols(*_SYMBOLS)
 
 _NANO_STORAGE = "_NanoVectorDB__storage"
 _MARK = "_prism_journaled"

@@ -60,6 +60,14 @@ def check_symbol(module_name: str, path: str, n_params: int, installed: Any = No
         _fail(f"found {installed}, but {module_name}.{path} takes {found} parameters, expected {n_params}")
 
 
+def register_symbols(*symbols: tuple[str, str, int]) -> None:
+    """List each ``(module, path, n_params)`` a patch module relies on in :data:`PRIVATE_SYMBOLS` and check it
+    against the installed LightRAG now (at the module's import)."""
+    PRIVATE_SYMBOLS.extend(symbols)
+    for symbol in symbols:
+        check_symbol(*symbol)
+
+
 def wrap_once(module, name: str, make_wrapper) -> None:
     """Replace ``module.name`` by ``make_wrapper(original)`` unless it is already our wrapper (idempotent)."""
     original = getattr(module, name)
