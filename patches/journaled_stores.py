@@ -127,10 +127,30 @@ def _nano_class(base):
             return buffer[:n + k]
 
         def delete(self, ids):
+            """nano-vectordb's delete, with the matrix compacted in place: ``np.delete`` allocated and copied the
+            whole matrix (measured 50 ms per store at 21,000 rows inside an indexing process, three stores per
+            document deleted), and the next upsert copied it again into new spare capacity."""
+            ids = list(ids)
             try:
-                return super().delete(ids)
+                storage = getattr(self, _NANO_STORAGE)
+                data, matrix, row_of = storage["data"], storage["matrix"], self._row_of()
+                if len(row_of) != len(data) or not matrix.flags.writeable:  # an id on two rows; a read-only load
+                    return super().delete(ids)
+                gone = sorted({row_of[vid] for vid in ids if vid in row_of})
+                if not gone:
+                    return
+                removed = set(gone)
+                storage["data"] = [row for i, row in enumerate(data) if i not in removed]
+                # Rows between two removed ones move up by the number removed before them (slices, no copy
+                # of the whole matrix).
+                end, bounds = gone[0], gone[1:] + [len(data)]
+                for row, following in zip(gone, bounds):
+                    size = following - row - 1
+                    matrix[end:end + size] = matrix[row + 1:following]
+                    end += size
+                storage["matrix"] = matrix[:end]
             finally:
-                journal.touch(self.storage_file, list(ids))
+                journal.touch(self.storage_file, ids)
 
     JournaledNanoVectorDB.rows_kind = rows
     return _marked(JournaledNanoVectorDB)

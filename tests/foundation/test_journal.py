@@ -113,6 +113,40 @@ def test_vector_store_read_back_equals_a_whole_rewrite_read_back_bit_for_bit(reg
     assert sorted(r["__id__"] for r in stock_rows) == sorted(r["__id__"] for r in nano_rows(live)[0])
 
 
+@pytest.mark.parametrize("gone", [[0], [29], [0, 1, 2], [3, 9, 10, 28], list(range(30)), [5, 5, 99]])
+def test_vector_store_delete_compacts_in_place_to_what_nano_vectordb_gives(tmp_path, gone):
+    """The in-place delete (first row, last row, runs, everything, repeats, an unknown id) leaves the rows and
+    matrix nano-vectordb's own delete leaves, keeps the spare capacity, and the next upsert appends after it."""
+    rng = np.random.default_rng(len(gone))
+    live = nano_vector_db_impl.NanoVectorDB(DIM, storage_file=str(tmp_path / "live.json"))
+    stock = StockNanoVectorDB(DIM, storage_file=str(tmp_path / "stock.json"))
+    for client in (live, stock):
+        client.upsert([{"__id__": f"id{i}", "__vector__": v, "n": i}
+                       for i, v in enumerate(np.random.default_rng(0).standard_normal((30, DIM)))])
+    buffer = live._prism_buffer
+    live.delete([f"id{i}" for i in gone])
+    stock.delete([f"id{i}" for i in gone])
+    (live_rows, live_matrix), (stock_rows, stock_matrix) = nano_rows(live), nano_rows(stock)
+    assert live_rows == stock_rows and np.array_equal(live_matrix, stock_matrix)
+    assert live._NanoVectorDB__storage["matrix"].base is buffer  # compacted where it was, no new matrix
+    more = [{"__id__": f"new{i}", "__vector__": v} for i, v in enumerate(rng.standard_normal((3, DIM)))]
+    assert live.upsert([dict(d) for d in more]) == stock.upsert([dict(d) for d in more])
+    (live_rows, live_matrix), (stock_rows, stock_matrix) = nano_rows(live), nano_rows(stock)
+    assert live_rows == stock_rows and np.array_equal(live_matrix, stock_matrix)
+
+
+def test_vector_store_delete_of_a_read_only_matrix_is_nano_vectordbs_own(tmp_path):
+    live = nano_vector_db_impl.NanoVectorDB(DIM, storage_file=str(tmp_path / "live.json"))
+    live.upsert([{"__id__": f"id{i}", "__vector__": np.ones(DIM) * (i + 1)} for i in range(4)])
+    storage = live._NanoVectorDB__storage
+    storage["matrix"] = storage["matrix"].copy()
+    storage["matrix"].flags.writeable = False
+    frozen = storage["matrix"]
+    live.delete(["id1"])
+    assert [row["__id__"] for row in storage["data"]] == ["id0", "id2", "id3"]
+    assert np.array_equal(storage["matrix"], np.delete(frozen, 1, axis=0)) and storage["matrix"] is not frozen
+
+
 def graph_content(graph) -> tuple[dict, dict]:
     return journal.GraphKind.content(graph)
 
