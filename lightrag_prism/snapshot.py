@@ -72,6 +72,17 @@ class GraphSnapshot:
     def edge_key(self, e: int) -> tuple[str, str]:
         return self.node_ids[self.edge_src[e]], self.node_ids[self.edge_tgt[e]]
 
+    def edge_of(self, src: str, tgt: str) -> int | None:
+        """The index of the edge between ``src`` and ``tgt`` (either orientation), None if there is none: a binary
+        search in ``src``'s row of ``adj``. A few lookups need no :meth:`edge_index` (a dict of every edge, built
+        per snapshot)."""
+        i, j = self.node_index.get(src), self.node_index.get(tgt)
+        if i is None or j is None:
+            return None
+        start, stop = int(self.adj.indptr[i]), int(self.adj.indptr[i + 1])
+        k = start + int(np.searchsorted(self.adj.indices[start:stop], j))  # columns are sorted within a row
+        return int(self.entry_edge[k]) if k < stop and self.adj.indices[k] == j else None
+
     def edge_index(self) -> dict[tuple[str, str], int]:
         """(src, tgt) -> edge index, both orientations (cached)."""
         if "edge_index" not in self.derived:
@@ -89,6 +100,27 @@ class GraphSnapshot:
     def chunks_of_edge(self, e: int) -> list[str]:
         row = self.relation_chunks
         return [self.chunk_ids[c] for c in row.indices[row.indptr[e]:row.indptr[e + 1]]]
+
+
+PATCHED_FROM = "patched_from"
+
+
+@dataclass(frozen=True)
+class NodeMoves:
+    """How the nodes of a snapshot made by :func:`patch_snapshot` relate to its base's."""
+
+    position: np.ndarray  # base row -> row in the snapshot (-1: the node is gone)
+    gone: list[str]  # names the base has and the snapshot does not
+    new: list[str]  # names the snapshot has and the base does not
+
+
+def node_moves(snapshot: GraphSnapshot, base: GraphSnapshot | None) -> NodeMoves | None:
+    """The :class:`NodeMoves` from ``base`` when ``snapshot`` was patched from it, else None: a view of ``base``
+    can then be carried over name by name instead of rebuilt from every node."""
+    record = snapshot.derived.get(PATCHED_FROM)
+    if base is None or record is None or record[0] != (id(base), base.version):
+        return None
+    return record[1]
 
 
 def rows_from(snapshot: GraphSnapshot, base: GraphSnapshot) -> tuple[np.ndarray, np.ndarray]:
@@ -253,16 +285,16 @@ def patch_snapshot(base: GraphSnapshot, nodes: dict[str, dict | None], edges: di
                 node_sources[row] = j
 
     # Edges: base edges not named whose endpoints remain, then the named ones that exist; ordered by endpoints.
-    base_edges = base.edge_index()
+    base_rows = {key: base.edge_of(*key) for key in edges}
     keep = np.ones(base.num_edges, dtype=bool)
-    keep[[base_edges[key] for key in edges if key in base_edges]] = False
+    keep[[e for e in base_rows.values() if e is not None]] = False
     src_now, tgt_now = position[base.edge_src], position[base.edge_tgt]
     kept_edges = np.flatnonzero(keep & (src_now >= 0) & (tgt_now >= 0))
     new_edges = [(key, {**data, "source": key[0], "target": key[1]}) for key, data in sorted(edges.items())
                  if data is not None and key[0] != key[1] and key[0] in node_index and key[1] in node_index]
 
     def carried(key: tuple[str, str], data: dict) -> int:  # the base edge with equal data, else -1
-        j = base_edges.get(key)
+        j = base_rows[key]
         return j if j is not None and base.edge_data[j] == data else -1
 
     def of_new(values, dtype) -> np.ndarray:
@@ -311,6 +343,9 @@ def patch_snapshot(base: GraphSnapshot, nodes: dict[str, dict | None], edges: di
         chunk_ids=chunk_ids, chunk_index={c: i for i, c in enumerate(chunk_ids)},
         entity_chunks=entity_chunks, relation_chunks=relation_chunks)
     snapshot.derived["rows_from"] = ((id(base), base.version), node_sources, sources[order])
+    gone = [name for name in nodes if name in base.node_index and name not in node_index]
+    snapshot.derived[PATCHED_FROM] = ((id(base), base.version),
+                                      NodeMoves(position, gone, [name for name in added if name not in base.node_index]))
     return snapshot
 
 

@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..graph import personalized_pagerank, symmetric_transition
-from ..snapshot import GraphSnapshot
+from ..snapshot import GraphSnapshot, node_moves
 
 NUM_CHUNKS_KEY = "prism_entity_num_chunks"
 NAME_KEYS_KEY = "prism_name_keys"
@@ -64,15 +64,38 @@ def name_key(name: str) -> str:
     return _POSSESSIVE.sub("", name.strip()).strip().casefold()
 
 
+def name_keys(snap: GraphSnapshot, base: GraphSnapshot | None = None) -> dict[str, tuple[str, ...]]:
+    """:func:`name_key` -> the node names folding to it, cached on the snapshot; carried over from ``base``'s when
+    ``snap`` was patched from it (only the names that came or went are folded)."""
+    keys = snap.derived.get(NAME_KEYS_KEY)
+    if keys is not None:
+        return keys
+    moves, base_keys = node_moves(snap, base), base.derived.get(NAME_KEYS_KEY) if base is not None else None
+    if moves is not None and base_keys is not None:
+        keys = dict(base_keys)
+        for name in moves.gone:
+            key = name_key(name)
+            rest = tuple(other for other in keys[key] if other != name)
+            if rest:
+                keys[key] = rest
+            else:
+                del keys[key]
+        for name in moves.new:
+            key = name_key(name)
+            keys[key] = keys.get(key, ()) + (name,)
+    else:
+        grouped: dict[str, list[str]] = {}
+        for name in snap.node_ids:
+            grouped.setdefault(name_key(name), []).append(name)
+        keys = {key: tuple(names) for key, names in grouped.items()}
+    snap.derived[NAME_KEYS_KEY] = keys
+    return keys
+
+
 def name_links(snap: GraphSnapshot, spans: list[str]) -> np.ndarray:
     """Node indices whose :func:`name_key` equals a span's (all of them when several names fold together)."""
-    keys = snap.derived.get(NAME_KEYS_KEY)
-    if keys is None:
-        keys = {}
-        for i, name in enumerate(snap.node_ids):
-            keys.setdefault(name_key(name), []).append(i)
-        snap.derived[NAME_KEYS_KEY] = keys
-    hits = [i for span in spans for i in keys.get(name_key(span), ())]
+    keys, index = name_keys(snap), snap.node_index
+    hits = [index[name] for span in spans for name in keys.get(name_key(span), ())]
     return np.unique(np.asarray(hits, dtype=np.int64))
 
 

@@ -32,7 +32,7 @@ from .hipporag.facts import fact_id, fact_text, fact_view, orient, predicate_of
 from .hipporag.graph import hippo_state, hipporag_graph
 from .hipporag.index import EmbeddingIndex
 from .prism.expand import fastrp_matrix
-from .passage_rank import entity_num_chunks, name_links
+from .passage_rank import entity_num_chunks, name_keys
 
 logger = logging.getLogger(__name__)
 
@@ -59,8 +59,7 @@ def index_items(rag, storage, data: dict) -> Iterator[tuple[EmbeddingIndex, str,
 def warm_snapshot(snapshot: GraphSnapshot, base: GraphSnapshot | None) -> None:
     """The cheap per-snapshot caches the prism mode reads (FastRP updated from ``base`` when it can be)."""
     entity_num_chunks(snapshot)
-    name_links(snapshot, [])
-    snapshot.edge_index()
+    name_keys(snapshot, base)
     if snapshot.adj.nnz:
         fastrp_matrix(snapshot, base)
 

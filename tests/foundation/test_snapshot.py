@@ -35,6 +35,17 @@ def test_build_snapshot_matches_networkx_adjacency():
     assert snap.chunks_of_edge(snap.edge_index()[("B", "C")]) == ["c3"]
 
 
+def test_edge_of_finds_every_edge_and_nothing_else_as_the_edge_index_does():
+    rng = np.random.default_rng(7)
+    names = [f"n{i:02d}" for i in range(40)]
+    pairs = {tuple(rng.choice(names, 2, replace=False)) for _ in range(120)}
+    snap = build_snapshot([{"id": n} for n in names], [{"source": a, "target": b} for a, b in pairs])
+    index = snap.edge_index()
+    for a in names + ["ghost"]:
+        for b in names + ["ghost"]:
+            assert snap.edge_of(a, b) == index.get((a, b)), (a, b)
+
+
 class PublicOnlyGraph:
     """A storage double with only the two public BaseGraphStorage reads the snapshot uses."""
 

@@ -12,7 +12,9 @@ from lightrag.kg import networkx_impl
 
 from lightrag_prism import PrismRAG
 from lightrag_prism.graph_changes import GraphChanges, Written, watch_writes
-from lightrag_prism.snapshot import GraphSnapshot, SnapshotCache, build_snapshot, rows_from
+from lightrag_prism.retrievers.passage_rank import name_keys
+from lightrag_prism.retrievers.prism import expand as prism_expand
+from lightrag_prism.snapshot import GraphSnapshot, SnapshotCache, build_snapshot, node_moves, rows_from
 from tests.helpers import hash_embedding_func
 
 pytestmark = pytest.mark.asyncio
@@ -72,7 +74,7 @@ async def test_a_patched_snapshot_equals_a_whole_build_through_random_writes(tmp
     storage = networkx_impl.NetworkXStorage(namespace="chunk_entity_relation", workspace="patch",
                                             global_config={"working_dir": str(tmp_path)}, embedding_func=None)
     await storage.initialize()
-    cache, rng = SnapshotCache(storage), random.Random(7)
+    cache, rng, carried_views = SnapshotCache(storage), random.Random(7), 0
     for step in range(120):
         await random_writes(storage, rng, step)
         if step % 7 == 3:
@@ -90,6 +92,25 @@ async def test_a_patched_snapshot_equals_a_whole_build_through_random_writes(tmp
             nodes, edges = rows_from(built, base)
             assert np.array_equal(snapshot.derived["rows_from"][1], nodes)
             assert np.array_equal(snapshot.derived["rows_from"][2], edges)
+        carried_views += assert_views_carried_as_built(snapshot, built, base)
+    assert cache.patches >= 90 and cache.builds - cache.patches >= 2  # the first build and the one after drop()
+    assert carried_views >= 90
+    assert len(cache.changes) == 0  # nothing is kept that no snapshot needs
+
+
+def assert_views_carried_as_built(snapshot: GraphSnapshot, built: GraphSnapshot, base: GraphSnapshot | None) -> bool:
+    """The name keys and FastRP layout carried over from ``base`` by the patch's node moves equal what the passes
+    over every node give (``built`` has no moves); True when they were carried."""
+    carried = node_moves(snapshot, base) is not None
+    keys, reference = name_keys(snapshot, base), name_keys(built)
+    assert {k: sorted(v) for k, v in keys.items()} == {k: sorted(v) for k, v in reference.items()}
+    old = base.derived.get(prism_expand.FASTRP_KEY) if base is not None else None
+    if old is not None:  # old rows first, tombstones for the deleted, a returning name back on its row
+        (order, rows, tombstones), (order_ref, rows_ref, tombstones_ref) = (
+            prism_expand._grown_layout(s, base, old) for s in (snapshot, built))
+        assert order == order_ref and np.array_equal(rows, rows_ref) and tombstones == tombstones_ref
+    prism_expand.fastrp_matrix(snapshot, base)  # the next step's base carries it
+    return carried
     assert cache.patches >= 90 and cache.builds - cache.patches >= 2  # the first build and the one after drop()
     assert len(cache.changes) == 0  # nothing is kept that no snapshot needs
 

@@ -32,7 +32,7 @@ from ...graph import (
     reciprocal_rank_fusion,
     symmetric_transition,
 )
-from ...snapshot import GraphSnapshot
+from ...snapshot import GraphSnapshot, node_moves
 from ...vectors import entity_and_relation_matrices, entity_matrix
 
 
@@ -125,6 +125,8 @@ def entry_rows(snap: GraphSnapshot) -> np.ndarray:
 class _FastRPCache:
     state: FastRPState
     order: list[str]  # node names in the state's row order
+    rows: np.ndarray  # state row -> snapshot row (-1: a tombstone)
+    tombstones: dict[str, int]  # name -> state row of the deleted nodes still holding a row
     embedding: np.ndarray  # rows in snapshot order
     incremental: bool
 
@@ -132,13 +134,44 @@ class _FastRPCache:
 TOMBSTONE_LIMIT = 0.1  # rebuild FastRP from scratch once this share of its rows are deleted nodes
 
 
+def _grown_layout(snap: GraphSnapshot, previous: GraphSnapshot, old: _FastRPCache
+                  ) -> tuple[list[str], np.ndarray, dict[str, int]]:
+    """``old``'s state rows laid out on ``snap``: (order, rows, tombstones) with the old rows first, then the new
+    nodes in snapshot order; a deleted node's row becomes a tombstone, and a tombstone's name that comes back takes
+    its row again. From the patch's node moves when ``snap`` was patched from ``previous`` (only the names that came
+    or went are looked at), else by name over every node."""
+    moves = node_moves(snap, previous)
+    if moves is None:
+        known = set(old.order)
+        order = old.order + [name for name in snap.node_ids if name not in known]
+        rows = np.fromiter((snap.node_index.get(name, -1) for name in order), dtype=np.int64, count=len(order))
+        return order, rows, {order[i]: i for i in np.flatnonzero(rows < 0).tolist()}
+    live = old.rows >= 0
+    rows = np.full(len(old.rows), -1, dtype=np.int64)
+    rows[live] = moves.position[old.rows[live]]
+    state_row = np.full(previous.num_nodes, -1, dtype=np.int64)  # previous snapshot row -> state row
+    state_row[old.rows[live]] = np.flatnonzero(live)
+    tombstones = dict(old.tombstones)
+    tombstones.update((name, int(state_row[previous.node_index[name]])) for name in moves.gone)
+    appended = []
+    for name in moves.new:
+        row = tombstones.pop(name, None)
+        if row is None:
+            appended.append(name)
+        else:
+            rows[row] = snap.node_index[name]
+    added_rows = np.fromiter((snap.node_index[name] for name in appended), dtype=np.int64, count=len(appended))
+    return old.order + appended, np.concatenate([rows, added_rows]), tombstones
+
+
 def fastrp_matrix(snap: GraphSnapshot, previous: GraphSnapshot | None) -> np.ndarray:
     """FastRP embeddings in snapshot order, cached on the snapshot.
 
     When the previous snapshot has FastRP, the state is updated incrementally: the new graph is laid out as "old
-    nodes in their old order, then new nodes", which is what ``FastRPState.update`` requires. A deleted node keeps
-    its row as an isolated tombstone (its random projection row stays put, so no other row moves) until tombstones
-    are :data:`TOMBSTONE_LIMIT` of the rows; otherwise, and without a previous state, it is built from scratch.
+    nodes in their old order, then new nodes" (:func:`_grown_layout`), which is what ``FastRPState.update``
+    requires. A deleted node keeps its row as an isolated tombstone (its random projection row stays put, so no
+    other row moves) until tombstones are :data:`TOMBSTONE_LIMIT` of the rows; otherwise, and without a previous
+    state, it is built from scratch.
     """
     cached = snap.derived.get(FASTRP_KEY)
     if cached is not None:
@@ -146,10 +179,8 @@ def fastrp_matrix(snap: GraphSnapshot, previous: GraphSnapshot | None) -> np.nda
     old = previous.derived.get(FASTRP_KEY) if previous is not None else None
     rows = None
     if old is not None:
-        known = set(old.order)
-        order = old.order + [name for name in snap.node_ids if name not in known]
-        rows = np.fromiter((snap.node_index.get(name, -1) for name in order), dtype=np.int64, count=len(order))
-        if np.count_nonzero(rows < 0) > TOMBSTONE_LIMIT * len(order):
+        order, rows, tombstones = _grown_layout(snap, previous, old)
+        if len(tombstones) > TOMBSTONE_LIMIT * len(order):
             rows = None
     if rows is not None:
         live = np.flatnonzero(rows >= 0)
@@ -157,11 +188,11 @@ def fastrp_matrix(snap: GraphSnapshot, previous: GraphSnapshot | None) -> np.nda
         q = sp.csr_matrix((np.ones(len(live)), (live, rows[live])), shape=(len(order), snap.num_nodes))
         state, incremental = old.state.update(q @ snap.adj @ q.T), True
     else:
-        order, live, rows = list(snap.node_ids), np.arange(snap.num_nodes), np.arange(snap.num_nodes)
+        order, live, rows, tombstones = list(snap.node_ids), np.arange(snap.num_nodes), np.arange(snap.num_nodes), {}
         state, incremental = FastRPState.build(snap.adj), False
     embedding = np.empty((snap.num_nodes, state.embedding.shape[1]), dtype=state.embedding.dtype)
     embedding[rows[live]] = state.embedding[live]
-    snap.derived[FASTRP_KEY] = _FastRPCache(state, order, embedding, incremental)
+    snap.derived[FASTRP_KEY] = _FastRPCache(state, order, rows, tombstones, embedding, incremental)
     return embedding
 
 

@@ -72,11 +72,10 @@ def _stock_items(snap, stock: dict, exp: px.Expansion, sig: px.QuerySignals) -> 
     weight = dict(zip((snap.node_ids[i] for i in exp.seeds.tolist()), exp.seed_weights.tolist()))
     entities = [ScoredItem("entity", r["entity_name"], weight.get(r["entity_name"], 0.0), STOCK, r)
                 for r in stock["final_entities"]]
-    index = snap.edge_index()
     relations = []
     for r in stock["final_relations"]:
         src, tgt = _pair(r)
-        e = index.get((src, tgt))
+        e = snap.edge_of(src, tgt)
         score = max(float(sig.rel_sim[e]), 0.0) if e is not None else 0.0
         relations.append(ScoredItem("relation", relation_id(src, tgt), score, STOCK,
                                     {**r, "src_id": src, "tgt_id": tgt}))
