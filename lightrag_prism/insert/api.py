@@ -18,7 +18,7 @@ from lightrag.base import DocStatus
 from lightrag.chunker.token_size import chunking_by_token_size
 
 from .. import journal, patches
-from ..patches.journaled_stores import register_files
+from ..patches.journaled_stores import adopt_shared_namespaces, register_files
 from .group_commit import PACED_MIN_PARALLEL, CommitPolicy, install_group_commit
 from .prefetch import install_prefetch
 from ..plugin_state import PluginState, plugin_state, register, unregister
@@ -156,6 +156,8 @@ class InsertFeaturesMixin:
             self._prism_journaled = register_files(self)
         await super().initialize_storages()
         await open_plugin_state(self)
+        if self.incremental_writes:
+            adopt_shared_namespaces(self)
         watch_graph_storage(self)
         if self.group_commit:
             self._prism_flushes = install_group_commit(self, self._prism_commit_policy)

@@ -380,6 +380,38 @@ def test_a_prism_insert_is_journaled_until_finalize_and_reads_back_equal(tmp_pat
     asyncio.run(run())
 
 
+@pytest.mark.parametrize("unflushed", [False, True])
+def test_a_second_instance_in_the_process_appends_to_the_stores_it_shares(tmp_path, unflushed):
+    """LightRAG loads a JSON store once per process: an instance made after another's finalize_storages shares the
+    loaded dict and reads no file. When that dict is what the file holds, its flushes append (no whole rewrite);
+    when it holds a change never flushed, the first flush rewrites the file whole, so the change is not lost."""
+    from lightrag_prism import PrismRAG
+
+    def instance():
+        # LightRAG shares a namespace's dict per process and workspace: one workspace per case
+        return PrismRAG(working_dir=str(tmp_path), workspace=f"shared{unflushed}", embedding_func=hash_embedding_func())
+
+    async def run():
+        first = instance()
+        await first.initialize_storages()
+        await first.ainsert(["Ada Finch founded Harbour Mill in Lyon."], ids=["a"])
+        await first.finalize_storages()
+        if unflushed:  # a change made to the shared dict after the flush, which no write ever persisted
+            first.text_chunks._data["orphan"] = {"content": "never flushed"}
+        second = instance()
+        await second.initialize_storages()
+        chunks_file = second.text_chunks._file_name
+        await second.ainsert(["Bo Lind sells bread to Vexholm."], ids=["b"])
+        state = journal.registered(chunks_file)
+        assert (state.rewrites, state.appends) == (1, 0) if unflushed else (state.rewrites == 0 and state.appends > 0)
+        live = dict(second.text_chunks._data)
+        read = json_kv_impl.load_json(chunks_file)  # base + journal, as the next process reads it
+        assert read == live and ("orphan" in read) == unflushed
+        await second.finalize_storages()
+
+    asyncio.run(run())
+
+
 def test_a_value_json_cannot_hold_makes_the_flush_a_whole_sanitising_rewrite(registered):
     state = registered("kv.json")
     assert json_kv_impl.write_json({"a": {"v": "x"}}, state.file_name) is False  # first flush: whole
