@@ -10,7 +10,10 @@ journal stale). Private coupling, each replaced once at import:
   append instead, in the same storage-IO call (``commit_in_storage_io``) with the same ``on_committed``;
 * ``NetworkXStorage.load_nx_graph`` / ``write_nx_graph`` (static methods);
 * ``lightrag.kg.json_kv_impl.load_json`` / ``write_json`` (JSON KV stores), and the same names in
-  ``json_doc_status_impl`` (the doc-status store).
+  ``json_doc_status_impl`` (the doc-status store);
+* the JSON stores' ``_file_name`` and ``_data`` (the dict LightRAG shares per process) and ``lightrag.utils.load_json``,
+  read by :func:`adopt_shared_namespaces` (which adopts nothing when they are missing);
+* ``nano_vectordb``'s private ``__storage`` dict, whose rows and matrix the subclass updates in place.
 
 So that a flush looks only at what changed, the vector rows and the graph are tracked (``journal.touch``):
 ``NanoVectorDB.upsert``/``delete`` (every change LightRAG makes to a vector store's rows goes through them) and
@@ -44,6 +47,7 @@ _SYMBOLS = [
     ("lightrag.kg.json_doc_status_impl", "JsonDocStatusStorage.delete", 2),
     ("nano_vectordb.dbs", "NanoVectorDB.upsert", 2),
     ("nano_vectordb.dbs", "NanoVectorDB.delete", 2),
+    ("lightrag.utils", "load_json", 1),
 ]
 register_symbols(*_SYMBOLS)
 
