@@ -343,8 +343,6 @@ def register_files(rag) -> list[journal.FileState]:
     LightRAG's multi-process mode. Called before the storages are initialized; the vector stores and the graph
     loaded their files when LightRAG constructed them, so their content is noted here."""
     from lightrag.kg import shared_storage
-    from lightrag.kg.json_doc_status_impl import JsonDocStatusStorage
-    from lightrag.kg.json_kv_impl import JsonKVStorage
     from lightrag.kg.nano_vector_db_impl import NanoVectorDBStorage
     from lightrag.kg.networkx_impl import NetworkXStorage
 
@@ -361,13 +359,23 @@ def register_files(rag) -> list[journal.FileState]:
             states.append(journal.register(storage._graphml_xml_file))
             if storage._graph is not None:  # loaded when the storage was constructed
                 journal.adopt(states[-1], journal.GraphKind, storage._graph)
-        elif isinstance(storage, (JsonKVStorage, JsonDocStatusStorage)):
-            states.append(journal.register(storage._file_name))
+    states.extend(journal.register(store._file_name) for store, _ in _json_stores(rag))
+    return states
+
+
+def _json_stores(rag) -> list[tuple[object, type]]:
+    """``rag``'s journaled JSON stores with their journal kind: the KV stores, the doc-status store and the plugin's
+    vector cache (not its document store)."""
+    from lightrag.kg.json_doc_status_impl import JsonDocStatusStorage
+    from lightrag.kg.json_kv_impl import JsonKVStorage
+
+    stores = [(storage, journal.DocStatusKind if isinstance(storage, JsonDocStatusStorage) else journal.KVKind)
+              for storage in vars(rag).values() if isinstance(storage, (JsonKVStorage, JsonDocStatusStorage))]
     plugin = getattr(rag, "_prism_state", None)
     vectors = getattr(plugin, "vectors_store", None)
     if isinstance(vectors, JsonKVStorage) and vectors is not getattr(plugin, "documents_store", None):
-        states.append(journal.register(vectors._file_name))
-    return states
+        stores.append((vectors, journal.KVKind))
+    return stores
 
 
 def adopt_shared_namespaces(rag) -> int:
@@ -382,21 +390,14 @@ def adopt_shared_namespaces(rag) -> int:
     Returns how many stores were adopted."""
     import os
 
-    from lightrag.kg.json_doc_status_impl import JsonDocStatusStorage
-    from lightrag.kg.json_kv_impl import JsonKVStorage
     from lightrag.utils import load_json  # LightRAG's own reader: the stores' module-level one replays and adopts
 
-    plugin = getattr(rag, "_prism_state", None)
-    storages = [s for s in vars(rag).values() if isinstance(s, (JsonKVStorage, JsonDocStatusStorage))]
-    if isinstance(getattr(plugin, "vectors_store", None), JsonKVStorage):
-        storages.append(plugin.vectors_store)
     adopted = 0
-    for storage in {id(s): s for s in storages}.values():
+    for storage, kind in _json_stores(rag):
         state, data = journal.registered(storage._file_name), getattr(storage, "_data", None)
         if state is None or state.saved is not None or not isinstance(data, dict) \
                 or not os.path.exists(storage._file_name):
             continue
-        kind = journal.DocStatusKind if isinstance(storage, JsonDocStatusStorage) else journal.KVKind
         on_disk = load_json(storage._file_name) or {}
         for record in journal.read_journal(storage._file_name):
             kind.apply(on_disk, record)
