@@ -61,6 +61,9 @@ class PrismQueryParam(QueryParam):
     hipporag_dense_head: int = 2
     # entities the query names exactly are seeds too (as in prism), beside the facts
     hipporag_name_linking: bool = True
+    # prism and hipporag: the dense head's passages after the first are picked by maximal marginal relevance,
+    # dense score - dense_head_novelty x cosine to the head so far (0 = dense order; docs/prism.md, "The head")
+    dense_head_novelty: float = 0.3
 
     # --- FiDeLiS (fidelis mode); defaults are the official code's ---
     topic_entities: list[str] = field(default_factory=list)
@@ -94,7 +97,8 @@ class PrismQueryParam(QueryParam):
             value = getattr(self, name)
             if value is not None and not 0.0 < value < 1.0:
                 raise ValueError(f"{name} must be in (0, 1), got {value!r}")
-        for name in ("ppr_edge_floor", "prism_expansion_weight", "prism_passage_weight", "prism_head_seed_weight"):
+        for name in ("ppr_edge_floor", "prism_expansion_weight", "prism_passage_weight", "prism_head_seed_weight",
+                     "dense_head_novelty"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < float("inf"):
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")

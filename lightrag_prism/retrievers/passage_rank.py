@@ -29,6 +29,7 @@ from ..graph import personalized_pagerank, symmetric_transition
 from ..snapshot import GraphSnapshot, node_moves
 
 NUM_CHUNKS_KEY = "prism_entity_num_chunks"
+HEAD_POOL = 10  # the dense head's second and later passages come from the dense top 10 (dense_head_rows)
 NAME_KEYS_KEY = "prism_name_keys"
 _POSSESSIVE = re.compile(r"['’]s?$")
 
@@ -148,18 +149,46 @@ def build_passage_graph(snap: GraphSnapshot, synonyms: sp.csr_matrix, incidence:
                         np.bincount(inverse, fact_part, keys.size), edge_of, keys // size)
 
 
-def passage_personalization(dense: np.ndarray, weight: float, head: int, head_mass: float) -> np.ndarray:
+def dense_head_rows(dense: np.ndarray, vectors: np.ndarray, head: int, novelty: float,
+                    pool: int = HEAD_POOL) -> np.ndarray:
+    """The ``head`` passages shown first, best first: dense retrieval's best passage, then, one at a time, the
+    passage of the dense top ``pool`` with the highest ``dense - novelty * (max cosine to the ones already chosen)``
+    (maximal marginal relevance, Carbonell & Goldstein 1998). ``novelty=0`` is the dense top ``head``.
+
+    Dense retrieval's second passage is often a near copy of its first (the same hop, said again); a multi-hop
+    question needs the other hop. Measured in docs/prism.md ("The head").
+    """
+    if head <= 0 or novelty <= 0:
+        return top_indices(dense, head)
+    candidates = top_indices(dense, max(pool, head))
+    if candidates.size == 0:  # no passage (an empty or cleared index)
+        return candidates
+    unit = vectors[candidates].astype(np.float64)
+    unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
+    cosine = unit @ unit.T
+    chosen = [0]  # positions in ``candidates``; the dense best is always first
+    closest = cosine[0].copy()  # each candidate's max cosine to the chosen ones
+    while len(chosen) < min(head, candidates.size):
+        score = dense[candidates] - novelty * closest
+        score[chosen] = -np.inf
+        best = int(np.argmax(score))  # ties: the better dense rank
+        chosen.append(best)
+        np.maximum(closest, cosine[best], out=closest)
+    return candidates[chosen]
+
+
+def passage_personalization(dense: np.ndarray, weight: float, head_rows: np.ndarray, head_mass: float
+                            ) -> np.ndarray:
     """(P,) passage part of the personalization: ``weight * minmax(dense)`` on every passage, plus ``head_mass``
-    split evenly over the ``head`` best passages by dense score.
+    split evenly over the head passages (``head_rows``, :func:`dense_head_rows`).
 
     The dense prior alone is spread over the whole corpus, so the passages shown first (the dense head) pass little
     to the entities they mention. Seeding them like the linked entities lets the walk cross the bridge of a
     two-hop question: "...resigned to become a lobbyist for Boston Beer Company" -> the Boston Beer Company passage.
     """
     out = weight * minmax(dense)
-    best = top_indices(dense, head)
-    if best.size:
-        out[best] += head_mass / best.size
+    if head_rows.size:
+        out[head_rows] += head_mass / head_rows.size
     return out
 
 

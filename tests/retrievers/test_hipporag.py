@@ -106,8 +106,9 @@ async def test_ppr_ranks_the_seed_passages_first(tmp_path):
     headed = rank_passages(graph, seeds, dense, QueryParam(mode="hipporag", hipporag_dense_head=1))
     assert headed[0] > 1.0 and np.argmax(headed) == 0  # c1 is dense's best: it goes first ...
     np.testing.assert_allclose(headed[1:], pure[1:])  # ... and the rest keeps its PPR order and scores
-    assert (dense_head(pure, dense, 3) > 1.0).all() and list(np.argsort(-dense_head(pure, dense, 3))) == [0, 1, 2]
-    np.testing.assert_array_equal(dense_head(pure, dense, 0), pure)
+    top3 = np.array([0, 1, 2])
+    assert (dense_head(pure, top3) > 1.0).all() and list(np.argsort(-dense_head(pure, top3))) == [0, 1, 2]
+    np.testing.assert_array_equal(dense_head(pure, top3[:0]), pure)
 
 
 @pytest.mark.asyncio
@@ -167,4 +168,44 @@ async def test_no_surviving_fact_falls_back_to_dense(scripted_server, tmp_path):
     assert "no fact survived" in fallback_steps(meta)["hipporag_ppr"]
     assert meta["hipporag"]["ranking"] == "dense" and meta["hipporag_invented_facts"] == 1
     assert all(c["found_by"] == "dense" for c in chunks) and top_content(chunks) == PASSAGES["y"]
+    await rag.finalize_storages()
+
+
+NEAR_COPY = "Alpha beta gamma delta all together in passage Y, once more."  # passage Y said again
+OTHER_HOP = "Alpha, beta and delta by way of W."  # shares fewer words with Y
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mode, head_knob", [("hipporag", "hipporag_dense_head"), ("prism", "prism_dense_head")])
+async def test_the_head_takes_a_novel_passage_over_a_near_copy_of_the_first(scripted_server, tmp_path, mode,
+                                                                             head_knob):
+    """The dense head of two is dense's best passage, then maximal marginal relevance among the dense top ten
+    (``dense_head_novelty``): a near copy of the first passage gives way to the other hop; with novelty 0 the head
+    is dense's first two, as before. The expectation is computed from the store's own vectors."""
+    kwargs = lightrag_kwargs(scripted_server, tmp_path, dim=256)
+    kwargs.pop("llm_model_func")
+    rag = LightRAG(**kwargs)
+    await rag.initialize_storages()
+    kg = custom_kg()
+    kg["chunks"] += [{"content": NEAR_COPY, "source_id": "y2", "file_path": "y2.txt"},
+                     {"content": OTHER_HOP, "source_id": "w", "file_path": "w.txt"}]
+    kg["entities"] += [{"entity_name": name, "entity_type": "thing", "description": name, "source_id": src}
+                       for name, src in (("Passage Y again", "y2"), ("W", "w"))]
+    await rag.ainsert_custom_kg(kg)
+    texts = [c["content"] for c in custom_kg()["chunks"]] + [NEAR_COPY, OTHER_HOP]
+    vectors = np.asarray(await rag.embedding_func(texts))
+    query_vector = np.asarray(await rag.embedding_func([QUESTION]))[0]
+    vectors_unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    dense = vectors_unit @ (query_vector / np.linalg.norm(query_vector))
+    from lightrag_prism.retrievers.passage_rank import dense_head_rows
+    heads = {nov: [texts[i] for i in dense_head_rows(dense, vectors_unit, 2, nov).tolist()] for nov in (0.0, 0.3)}
+    assert heads[0.0] == [PASSAGES["y"], NEAR_COPY] and heads[0.3][0] == PASSAGES["y"]
+    assert heads[0.3][1] != NEAR_COPY  # the case this test is about
+    for novelty, expected in heads.items():
+        data = await rag.aquery_data(QUESTION, param=QueryParam(mode=mode, chunk_top_k=5, dense_head_novelty=novelty,
+                                                                **{head_knob: 2}))
+        chunks = data["data"]["chunks"]
+        assert [c["content"] for c in chunks[:2]] == expected
+        assert [c["found_by"] for c in chunks[:2]] == ["dense", "dense"]
+        assert NEAR_COPY in [c["content"] for c in chunks]  # moved below the head, not dropped
     await rag.finalize_storages()

@@ -97,11 +97,59 @@ def test_top_indices_and_minmax():
 
 def test_passage_personalization_adds_the_head_mass_to_the_best_dense_passages():
     dense = np.array([0.2, 0.9, 0.5, 0.7])
-    got = pr.passage_personalization(dense, 0.1, 2, 3.0)
+    got = pr.passage_personalization(dense, 0.1, pr.top_indices(dense, 2), 3.0)
     prior = 0.1 * (dense - 0.2) / 0.7
     assert np.allclose(got, prior + np.array([0.0, 1.5, 0.0, 1.5]))
-    assert np.allclose(pr.passage_personalization(dense, 0.1, 0, 3.0), prior)  # no head: the dense prior only
-    assert np.allclose(pr.passage_personalization(dense, 0.1, 9, 4.0), prior + 1.0)  # head larger than the corpus
+    no_head = pr.top_indices(dense, 0)
+    assert np.allclose(pr.passage_personalization(dense, 0.1, no_head, 3.0), prior)  # no head: the dense prior only
+    everything = pr.top_indices(dense, 9)  # head larger than the corpus
+    assert np.allclose(pr.passage_personalization(dense, 0.1, everything, 4.0), prior + 1.0)
+
+
+def _mmr_reference(dense, vectors, head, novelty, pool):
+    """Maximal marginal relevance written out from its definition, loop by loop (independent of the vectorised
+    kernel): the dense best first, then argmax of dense - novelty * max cosine to the chosen, among the dense top
+    ``pool``, ties to the better dense rank."""
+    order = sorted(range(len(dense)), key=lambda i: (-dense[i], i))[:max(pool, head)]
+    cos = lambda a, b: float(np.dot(vectors[a], vectors[b]) / (np.linalg.norm(vectors[a]) * np.linalg.norm(vectors[b])))
+    chosen = [order[0]]
+    while len(chosen) < min(head, len(order)):
+        best, best_score = None, -np.inf
+        for i in order:
+            if i in chosen:
+                continue
+            score = dense[i] - novelty * max(cos(i, j) for j in chosen)
+            if score > best_score + 1e-12:
+                best, best_score = i, score
+        chosen.append(best)
+    return chosen
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_dense_head_rows_is_maximal_marginal_relevance(seed):
+    rng = np.random.default_rng(seed)
+    n, head = int(rng.integers(1, 30)), int(rng.integers(1, 5))
+    vectors = rng.normal(size=(n, 8)) * rng.uniform(0.5, 2.0, size=(n, 1))  # not unit length: cosine is normalised
+    dense = rng.normal(size=n)
+    novelty = float(rng.choice([0.1, 0.3, 1.0]))
+    got = pr.dense_head_rows(dense, vectors, head, novelty, pool=10)
+    assert got.tolist() == _mmr_reference(dense, vectors, head, novelty, 10)
+    # novelty 0 is the dense order, as is a head of one
+    assert pr.dense_head_rows(dense, vectors, head, 0.0).tolist() == pr.top_indices(dense, head).tolist()
+    assert pr.dense_head_rows(dense, vectors, 1, novelty).tolist() == pr.top_indices(dense, 1).tolist()
+    assert pr.dense_head_rows(dense, vectors, 0, novelty).size == 0
+    assert pr.dense_head_rows(dense[:0], vectors[:0], head, novelty).size == 0  # no passage at all
+
+
+def test_dense_head_skips_a_near_copy_of_the_first_passage():
+    """p1 says p0 again (cosine 0.99) and scores just below it; p2 is the other hop. The head of two is p0, p2;
+    below the pool nothing is picked, however novel."""
+    vectors = np.array([[1.0, 0.0, 0.0], [0.99, 0.14, 0.0], [0.3, 0.95, 0.0], [0.0, 0.0, 1.0]])
+    dense = np.array([0.80, 0.78, 0.70, 0.30])
+    assert pr.dense_head_rows(dense, vectors, 2, 0.3).tolist() == [0, 2]
+    assert pr.dense_head_rows(dense, vectors, 2, 0.0).tolist() == [0, 1]
+    assert pr.dense_head_rows(dense, vectors, 2, 5.0, pool=2).tolist() == [0, 1]  # p2 and p3 are outside the pool
+    assert pr.dense_head_rows(dense, vectors, 3, 0.3).tolist() == [0, 2, 1]  # all three from the pool
 
 
 def test_head_seeds_let_the_walk_reach_the_passage_behind_the_best_one():
@@ -120,7 +168,7 @@ def test_head_seeds_let_the_walk_reach_the_passage_behind_the_best_one():
     seeds[snap.node_index["Seed"]] = 1.0
     ranks = {}
     for head_mass in (0.0, 1.0):
-        passages = pr.passage_personalization(dense, 0.1, 1, head_mass)
+        passages = pr.passage_personalization(dense, 0.1, pr.top_indices(dense, 1), head_mass)
         _, scores = pr.passage_ppr(graph, seeds, passages, np.ones(snap.num_edges), damping=0.5)
         ranks[head_mass] = dict(zip(snap.chunk_ids, scores))
     assert ranks[0.0]["p2"] > ranks[0.0]["p1"]

@@ -32,7 +32,7 @@ from .facts import fact_view, minmax, top_facts
 from .filter import STEP, recognise
 from .graph import HippoGraph, hipporag_graph
 from ...keywords import entity_spans
-from ..passage_rank import name_links, seed_vector, top_indices
+from ..passage_rank import dense_head_rows, name_links, seed_vector, top_indices
 
 KIND = "chunks"
 # Min-max over all facts gives the graph's worst fact 0; in a small graph that can be a kept fact, which would then
@@ -83,17 +83,17 @@ async def _kept_facts(ctx, candidates: list) -> list[int]:
     return list(range(len(candidates))) if kept is None else kept
 
 
-def dense_head(ppr: np.ndarray, dense: np.ndarray, head: int) -> np.ndarray:
-    """Scores whose order is: the ``head`` best passages by dense score, then the rest in PPR order.
+def dense_head(ppr: np.ndarray, head_rows: np.ndarray) -> np.ndarray:
+    """Scores whose order is: the head passages (``head_rows``, best first; ``passage_rank.dense_head_rows``), then
+    the rest in PPR order.
 
-    The head items score ``1 + ppr.max() + (their dense rank bonus)`` so they sort first; PPR scores are kept
-    for the others. ``head=0`` returns ``ppr`` unchanged (HippoRAG 2).
+    The head items score ``1 + ppr.max() + (their head rank bonus)`` so they sort first; PPR scores are kept for the
+    others. An empty head returns ``ppr`` unchanged (HippoRAG 2).
     """
-    if head <= 0 or dense.size == 0:
+    if head_rows.size == 0:
         return ppr
-    top = top_indices(dense, head)  # the passages prism's head seeds go to (passage_rank.passage_personalization)
     scores = ppr.astype(np.float64, copy=True)
-    scores[top] = float(ppr.max()) + 1.0 + np.arange(len(top), 0, -1, dtype=np.float64)
+    scores[head_rows] = float(ppr.max()) + 1.0 + np.arange(len(head_rows), 0, -1, dtype=np.float64)
     return scores
 
 
@@ -103,7 +103,8 @@ def rank_passages(graph: HippoGraph, seeds: np.ndarray, dense: np.ndarray, param
     Then the dense head (``hipporag_dense_head``; 0 gives HippoRAG 2's PPR order)."""
     personalization = np.concatenate([seeds, minmax(dense) * param.passage_node_weight])
     ppr = personalized_pagerank(graph.transition, personalization, damping=param.hipporag_damping)
-    return dense_head(ppr[graph.n_entities:], dense, param.hipporag_dense_head)
+    head = dense_head_rows(dense, graph.passage_vectors, param.hipporag_dense_head, param.dense_head_novelty)
+    return dense_head(ppr[graph.n_entities:], head)
 
 
 async def retrieve(ctx) -> Retrieval:

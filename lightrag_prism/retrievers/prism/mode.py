@@ -182,12 +182,12 @@ async def _linked_seeds(ctx, snap, sig: px.QuerySignals) -> tuple[np.ndarray, np
     return pr.seed_vector(seeds, linked, num_chunks), fact_ids, fact_scores
 
 
-def _ranked_chunks(hippo: HippoGraph, scores: np.ndarray, dense: np.ndarray, param, ranked_by: str):
-    """The top chunks by ``scores`` (PPR probabilities), after the ``prism_dense_head`` best dense passages."""
+def _ranked_chunks(hippo: HippoGraph, scores: np.ndarray, dense: np.ndarray, head_rows: np.ndarray, param,
+                   ranked_by: str):
+    """The top chunks by ``scores`` (PPR probabilities), after the head passages (``head_rows``)."""
     if ranked_by == "dense":
         return passage_items(hippo, dense, _cap(param), "dense")
-    head = dense_head(scores, dense, param.prism_dense_head)
-    return passage_items(hippo, head, _cap(param), ranked_by, head_above=1.0)  # head scores are > 1
+    return passage_items(hippo, dense_head(scores, head_rows), _cap(param), ranked_by, head_above=1.0)  # head > 1
 
 
 def _ppr_feed(seed_vec: np.ndarray, feed: np.ndarray, num_chunks: np.ndarray, weight: float) -> np.ndarray:
@@ -219,11 +219,12 @@ async def retrieve(ctx) -> Retrieval:
     seeds = np.flatnonzero(seed_vec)
     seeds = seeds[np.lexsort((seeds, -seed_vec[seeds]))]
     dense = hippo.dense_scores(sig.query_vec)
+    head_rows = pr.dense_head_rows(dense, hippo.passage_vectors, param.prism_dense_head, param.dense_head_novelty)
     passage_scores = {}
 
     def passage_aware_ppr(feed: np.ndarray) -> np.ndarray:
         entity_weights = _ppr_feed(seed_vec, feed, pr.entity_num_chunks(snap), param.prism_expansion_weight)
-        passage_weights = pr.passage_personalization(dense, param.prism_passage_weight, param.prism_dense_head,
+        passage_weights = pr.passage_personalization(dense, param.prism_passage_weight, head_rows,
                                                      param.prism_head_seed_weight * entity_weights.sum())
         entity, passages = pr.passage_ppr(hippo.structure, entity_weights, passage_weights,
                                           px.edge_factor(sig.rel_sim, param.ppr_edge_floor), knobs["ppr_damping"])
@@ -241,9 +242,9 @@ async def retrieve(ctx) -> Retrieval:
     retrieval.entities = seed_items + new_entities
     retrieval.relations = fact_items + new_relations
     if "ppr" in passage_scores:
-        retrieval.chunks = _ranked_chunks(hippo, passage_scores["ppr"], dense, param, "ppr")
+        retrieval.chunks = _ranked_chunks(hippo, passage_scores["ppr"], dense, head_rows, param, "ppr")
     else:  # an empty graph: LightRAG answers "no results" for a KG mode without entities anyway
-        retrieval.chunks = _ranked_chunks(hippo, dense, dense, param, "dense")
+        retrieval.chunks = _ranked_chunks(hippo, dense, dense, head_rows, param, "dense")
     if param.enable_recognition:
         await filter_retrieval(ctx, retrieval)
     return retrieval
