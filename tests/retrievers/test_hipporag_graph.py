@@ -216,3 +216,16 @@ async def test_empty_graph_view(tmp_path):
     view = await hipporag_graph(rag, snapshot_of({}, []))
     assert view.n_entities == 0 and view.passage_ids == ["c9"] and view.adj.shape == (1, 1)
     assert (await fact_view(rag, snapshot_of({}, []))).facts == []
+
+
+@pytest.mark.asyncio
+async def test_the_head_never_takes_a_passage_whose_text_is_gone(tmp_path):
+    """c2 is referenced by the graph but text_chunks no longer holds it: it is no head passage, even when the head
+    would pick it as the most novel of the pool, and the dense order is followed around it."""
+    rag = fake_rag(tmp_path, {k: v for k, v in CHUNKS.items() if k != "c2"}, docs={"doc-1": ["c3", "c4"]})
+    view = await hipporag_graph(rag, snapshot_of(ENTITIES, RELATIONS))
+    assert view.passage_ids[:3] == ["c1", "c2", "c3"] and not view.passage_valid[1]
+    dense = np.array([0.9, 0.8, 0.7, 0.1])
+    head = view.head_rows(dense, 3, 100.0)  # a huge novelty: the least similar passage of the pool comes next
+    assert 1 not in head.tolist() and head[0] == 0 and len(head) == 3
+    assert view.head_rows(dense, 2, 0.0).tolist() == [0, 2]  # dense order, c2 skipped

@@ -150,6 +150,8 @@ def test_dense_head_skips_a_near_copy_of_the_first_passage():
     assert pr.dense_head_rows(dense, vectors, 2, 0.0).tolist() == [0, 1]
     assert pr.dense_head_rows(dense, vectors, 2, 5.0, pool=2).tolist() == [0, 1]  # p2 and p3 are outside the pool
     assert pr.dense_head_rows(dense, vectors, 3, 0.3).tolist() == [0, 2, 1]  # all three from the pool
+    gone = np.array([0.80, 0.78, -np.inf, 0.30])  # p2's text is gone (HippoGraph.head_rows masks it so)
+    assert pr.dense_head_rows(gone, vectors, 2, 5.0).tolist() == [0, 3]  # never picked, however novel
 
 
 def test_head_seeds_let_the_walk_reach_the_passage_behind_the_best_one():

@@ -37,7 +37,7 @@ from ...plugin_state import find_plugin_state
 from ...snapshot import GraphSnapshot
 from ...vectors import chunk_records, matched_rows, vectors_carrying
 from .index import EmbeddingIndex
-from ..passage_rank import PassageGraph, build_passage_graph
+from ..passage_rank import PassageGraph, build_passage_graph, dense_head_rows
 
 logger = logging.getLogger(__name__)
 
@@ -151,6 +151,10 @@ class HippoGraph:
             return np.zeros(0)
         dense = self.passage_vectors @ query_vector
         return dense if valid.all() else np.where(valid, dense, dense[valid].min() if valid.any() else 0.0)
+
+    def head_rows(self, dense: np.ndarray, head: int, novelty: float) -> np.ndarray:
+        """The head passages (``passage_rank.dense_head_rows``) among the passages text_chunks still holds."""
+        return dense_head_rows(np.where(self.passage_valid, dense, -np.inf), self.passage_vectors, head, novelty)
 
 
 async def all_passage_ids(rag, snapshot: GraphSnapshot) -> list[str]:

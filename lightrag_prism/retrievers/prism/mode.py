@@ -219,7 +219,7 @@ async def retrieve(ctx) -> Retrieval:
     seeds = np.flatnonzero(seed_vec)
     seeds = seeds[np.lexsort((seeds, -seed_vec[seeds]))]
     dense = hippo.dense_scores(sig.query_vec)
-    head_rows = pr.dense_head_rows(dense, hippo.passage_vectors, param.prism_dense_head, param.dense_head_novelty)
+    head_rows = hippo.head_rows(dense, param.prism_dense_head, param.dense_head_novelty)
     passage_scores = {}
 
     def passage_aware_ppr(feed: np.ndarray) -> np.ndarray:
