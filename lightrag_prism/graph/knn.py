@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["topk_cosine"]
+__all__ = ["topk_cosine", "unit_rows"]
 
 
-def _unit_rows(x: np.ndarray) -> np.ndarray:
+def unit_rows(x: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit L2 norm in ``x``'s dtype; a zero row stays zero (cosine 0 to everything)."""
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)  # zero vector: cosine 0
 
@@ -46,13 +47,13 @@ def topk_cosine(queries, corpus, k: int, threshold: float | None = None, block_s
     excl = None if exclude_self_ids is None else np.asarray(exclude_self_ids, dtype=np.int64)
     if excl is not None and excl.shape != (q.shape[0],):
         raise ValueError(f"exclude_self_ids must have shape ({q.shape[0]},)")
-    c = _unit_rows(c.astype(dtype, copy=False))
+    c = unit_rows(c.astype(dtype, copy=False))
     kk = min(k, c.shape[0])
     idx = np.full((q.shape[0], k), -1, dtype=np.int64)
     val = np.full((q.shape[0], k), -np.inf, dtype=dtype)
     for start in range(0, q.shape[0], block_size):  # loop over query blocks only
         stop = min(start + block_size, q.shape[0])
-        sims = _unit_rows(q[start:stop].astype(dtype, copy=False)) @ c.T
+        sims = unit_rows(q[start:stop].astype(dtype, copy=False)) @ c.T
         if excl is not None:
             rows = np.flatnonzero(excl[start:stop] >= 0)
             sims[rows, excl[start:stop][rows]] = -np.inf

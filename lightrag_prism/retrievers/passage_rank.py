@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..graph import personalized_pagerank, symmetric_transition
+from ..graph import knn, personalized_pagerank, symmetric_transition
 from ..snapshot import GraphSnapshot, node_moves
 
 NUM_CHUNKS_KEY = "prism_entity_num_chunks"
@@ -163,13 +163,13 @@ def dense_head_rows(dense: np.ndarray, vectors: np.ndarray, head: int, novelty: 
     candidates = top_indices(dense, max(pool, head))
     if candidates.size == 0:  # no passage (an empty or cleared index)
         return candidates
-    unit = vectors[candidates].astype(np.float64)
-    unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
+    unit = knn.unit_rows(vectors[candidates].astype(np.float64))
     cosine = unit @ unit.T
+    relevance = dense[candidates]
     chosen = [0]  # positions in ``candidates``; the dense best is always first
     closest = cosine[0].copy()  # each candidate's max cosine to the chosen ones
     while len(chosen) < min(head, candidates.size):
-        score = dense[candidates] - novelty * closest
+        score = relevance - novelty * closest
         score[chosen] = -np.inf
         best = int(np.argmax(score))  # ties: the better dense rank
         chosen.append(best)
