@@ -112,13 +112,18 @@ class FastRPState:
         return cls(adj, tuple(powers), x, dim, tuple(iteration_weights), normalization_strength, seed, sparsity,
                    recomputed_rows=adj.shape[0] * (len(powers) - 1))
 
-    def update(self, adj) -> "FastRPState":
+    def update(self, adj, *, reuse_powers: bool = False) -> "FastRPState":
         """New state for ``adj``: the old graph with nodes appended (indices n_old..n-1) and any edges
         added, removed or reweighted. Exactly equals ``build(adj)`` with the same knobs.
 
         Cost: S^k R is recomputed on the k-hop ball of the changed rows only, plus O(N * dim) copies.
         On small-world graphs the 3-hop ball of a 1% growth is most of the graph (Barabasi-Albert:
         ~87% of rows, no gain); on locally growing graphs it is small (random geometric: ~1.4%, ~5x).
+
+        ``reuse_powers``: when no node is added, write the new S^k R into this state's arrays instead of copies
+        (a fresh array is paid in page faults: three of them were most of the first query after deleting one
+        document from 3,000). This state's powers are then the new state's, so the caller must never update
+        from this state again; its ``embedding`` is never written.
         """
         adj = sp.csr_matrix(adj, dtype=np.float64)
         n_old, n = self.adj.shape[0], adj.shape[0]
@@ -131,22 +136,32 @@ class FastRPState:
         mask[n_old:] = True
         reach = sp.csr_matrix(((abs(adj) + old) + (abs(adj) + old).T) > 0, dtype=np.float32)
         s, deg = normalized_adjacency(adj)
-        new_r = random_projection(np.arange(n_old, n), self.dim, self.seed, sparsity=self.sparsity)
-        powers, count = [np.vstack([self.powers[0], new_r])], 0
+        # R is never written after it is made, so with no node added the new state shares it (one copy fewer).
+        r = self.powers[0] if n == n_old else np.vstack(
+            [self.powers[0], random_projection(np.arange(n_old, n), self.dim, self.seed, sparsity=self.sparsity)])
+        powers, count = [r], 0
         for k in range(1, len(self.powers)):
             mask = mask | (reach @ mask.astype(np.float32) > 0)  # k-hop ball of the changed rows
             rows = np.flatnonzero(mask)
-            y = np.vstack([self.powers[k], np.zeros((n - n_old, self.dim), self.powers[k].dtype)])
+            y = self.powers[k] if reuse_powers and n == n_old else _grown(self.powers[k], n)
             y[rows] = s[rows] @ powers[-1]
             powers.append(y)
             count += rows.size
         # A row outside the last ball has the same powers and degree as before, so the same embedding row:
         # only the ball's rows are combined again (the combination is row by row).
-        x = np.vstack([self.embedding, np.zeros((n - n_old, self.dim), self.embedding.dtype)])
+        x = _grown(self.embedding, n)
         rows = np.flatnonzero(mask)
         x[rows] = _combine([y[rows] for y in powers], deg[rows], self.iteration_weights, self.normalization_strength)
         return FastRPState(adj, tuple(powers), x, self.dim, self.iteration_weights, self.normalization_strength,
                            self.seed, self.sparsity, recomputed_rows=count)
+
+
+def _grown(rows: np.ndarray, n: int) -> np.ndarray:
+    """A copy of ``rows`` with zero rows appended up to ``n`` (the old state's arrays are never written)."""
+    out = np.empty((n, rows.shape[1]), rows.dtype)
+    out[:rows.shape[0]] = rows
+    out[rows.shape[0]:] = 0
+    return out
 
 
 def fastrp_embeddings(adj, *, dim=256, iteration_weights=DEFAULT_ITERATION_WEIGHTS, normalization_strength=-0.1,

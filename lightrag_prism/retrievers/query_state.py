@@ -31,7 +31,7 @@ from ..vectors import chunk_matrix, entity_matrix, relation_matrix
 from .hipporag.facts import fact_id, fact_text, fact_view, orient, predicate_of
 from .hipporag.graph import hippo_state, hipporag_graph
 from .hipporag.index import EmbeddingIndex
-from .prism.expand import fastrp_matrix
+from .prism.expand import fastrp_cache
 from .passage_rank import entity_num_chunks, name_keys
 
 logger = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ def warm_snapshot(snapshot: GraphSnapshot, base: GraphSnapshot | None) -> None:
     entity_num_chunks(snapshot)
     name_keys(snapshot, base)
     if snapshot.adj.nnz:
-        fastrp_matrix(snapshot, base)
+        fastrp_cache(snapshot, base)
 
 
 VIEWS_READY, VIEWS_LOCK = "query_views_ready", "query_views_lock"

@@ -109,7 +109,7 @@ def assert_views_carried_as_built(snapshot: GraphSnapshot, built: GraphSnapshot,
         (order, rows, tombstones), (order_ref, rows_ref, tombstones_ref) = (
             prism_expand._grown_layout(s, base, old) for s in (snapshot, built))
         assert order == order_ref and np.array_equal(rows, rows_ref) and tombstones == tombstones_ref
-    prism_expand.fastrp_matrix(snapshot, base)  # the next step's base carries it
+    prism_expand.fastrp_cache(snapshot, base)  # the next step's base carries it
     return carried
     assert cache.patches >= 90 and cache.builds - cache.patches >= 2  # the first build and the one after drop()
     assert len(cache.changes) == 0  # nothing is kept that no snapshot needs

@@ -86,6 +86,31 @@ def test_update_with_reweighted_edge_only_touches_its_ball():
     assert 0 < updated.recomputed_rows < 3 * 500 // 2
 
 
+def test_update_in_place_of_the_old_powers_equals_a_copying_update_and_a_rebuild():
+    a = to_csr(weighted_graph("er", 500, 9))
+    b = a.copy()
+    u = int(np.flatnonzero(np.diff(a.indptr))[0])
+    b[u, a.indices[a.indptr[u]]] = b[a.indices[a.indptr[u]], u] = 0.0  # an edge gone, as after a deletion
+    b.eliminate_zeros()
+    copying = FastRPState.build(a, dim=32).update(b)
+    state = FastRPState.build(a, dim=32)
+    old_embedding, old_powers = state.embedding.copy(), [y.copy() for y in state.powers]
+    in_place = state.update(b, reuse_powers=True)
+    rebuilt = FastRPState.build(b, dim=32)
+    np.testing.assert_array_equal(in_place.embedding, copying.embedding)
+    np.testing.assert_allclose(in_place.embedding, rebuilt.embedding, atol=1e-6)
+    assert all(y is z for y, z in zip(in_place.powers, state.powers))  # written over, not copied
+    assert not np.array_equal(state.powers[1], old_powers[1])
+    np.testing.assert_array_equal(state.embedding, old_embedding)  # the old embedding is never written
+    # With nodes added the arrays cannot grow in place: the update copies, and the old powers stay intact.
+    grown = _grow(a, 5, 6, seed=3)
+    state = FastRPState.build(a, dim=32)
+    updated = state.update(grown, reuse_powers=True)
+    np.testing.assert_allclose(updated.embedding, FastRPState.build(grown, dim=32).embedding, atol=1e-6)
+    for y, before in zip(state.powers, old_powers):
+        np.testing.assert_array_equal(y, before)
+
+
 def test_update_rejects_node_deletion():
     a = to_csr(weighted_graph("er", 50, 1))
     with pytest.raises(ValueError, match="deletion"):

@@ -114,10 +114,10 @@ async def test_embedding_index_persists_and_embeds_only_new(tmp_path):
     rag, store = await _vector_store(tmp_path)
     try:
         index = EmbeddingIndex("idx", store)
-        first = await index.sync(["a", "b"], ["alpha", "beta"], embed)
+        first = (await index.sync(["a", "b"], ["alpha", "beta"], embed)).vectors()
         assert embed.texts == ["alpha", "beta"]
         reloaded = EmbeddingIndex("idx", store)  # a second instance, or the same one restarted
-        again = await reloaded.sync(["b", "a"], ["beta", "alpha"], embed)
+        again = (await reloaded.sync(["b", "a"], ["beta", "alpha"], embed)).vectors()
         assert embed.texts == ["alpha", "beta"] and reloaded.loaded_total == 2  # nothing re-embedded
         np.testing.assert_array_equal(again, first[::-1])  # exact float32 round trip
         await reloaded.sync(["b", "c"], ["beta", "gamma"], embed)
@@ -148,20 +148,38 @@ async def test_embedding_index_sync_holds_exactly_the_wanted_ids_through_random_
     embed = HashEmbedder()
     index = EmbeddingIndex("idx", None)
     universe = [f"id{i}" for i in range(40)]
-    for _ in range(60):
-        ids = rng.sample(universe, rng.randint(0, 25))
+    earlier, moved_nothing = [], 0
+    for step in range(60):
+        # mostly small changes (rows stay put), sometimes large ones (dead rows pile up and are compacted)
+        if step % 7 and index.ids:
+            ids = [v for v in index.ids if rng.random() > 0.1] + rng.sample(universe, rng.randint(0, 3))
+        else:
+            ids = rng.sample(universe, rng.randint(0, 25))
         ids += rng.sample(ids, min(len(ids), rng.randint(0, 3)))  # repeats
         rng.shuffle(ids)
         held_before, embedded_before = set(index.ids), len(embed.texts)
+        rows_before = {v: index._row[v] for v in held_before}
+        compactions_before = index.compactions
         texts = AskedTexts([f"text of {v}" for v in ids])
-        rows = await index.sync(ids, texts, embed)
+        result = await index.sync(ids, texts, embed)
+        rows = result.vectors()
         assert sorted(index.ids) == sorted(set(ids)) and len(index.ids) == len(set(ids))
         assert len(embed.texts) - embedded_before == len(set(ids) - held_before) == texts.asked  # no other text made
+        if index.compactions == compactions_before:  # a kept id stays on its row
+            assert all(index._row[v] == rows_before[v] for v in set(ids) & held_before)
+            moved_nothing += bool(set(ids) & held_before)
         if ids:
             expected = np.asarray(await HashEmbedder()([f"text of {v}" for v in ids]))
-            np.testing.assert_allclose(rows, expected / np.linalg.norm(expected, axis=1, keepdims=True), atol=1e-6)
+            expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+            np.testing.assert_allclose(rows, expected, atol=1e-6)
+            np.testing.assert_allclose(result.scores(expected[0]), expected @ expected[0], atol=1e-5)
+            earlier.append((result, expected))
         else:
             assert rows.shape[0] == 0
+        for old, old_expected in earlier:  # what older syncs returned still reads the same vectors
+            np.testing.assert_allclose(old.vectors(), old_expected, atol=1e-6)
+        assert index.matrix.shape[0] - len(index.ids) <= index.matrix.shape[0] // 8  # dead rows stay a few
+    assert index.compactions > 3 and moved_nothing > 10  # both paths ran
 
 
 @pytest.mark.asyncio
@@ -173,7 +191,7 @@ async def test_staged_vectors_replace_embedding_and_are_then_forgotten(tmp_path)
         staged = np.asarray(await HashEmbedder()(["alpha", "unused"]))
         index.stage(["a", "u"], staged * 3.0)  # staged rows are normalised
         assert index.has("a") and not index.has("b")
-        rows = await index.sync(["a", "b"], ["alpha", "beta"], embed)
+        rows = (await index.sync(["a", "b"], ["alpha", "beta"], embed)).vectors()
         assert embed.texts == ["beta"]  # "a" came from the stage
         np.testing.assert_allclose(rows[0], staged[0], atol=1e-6)
         assert not index.has("u")  # a staged id the sync did not want is dropped

@@ -10,9 +10,9 @@ import pytest_asyncio
 from lightrag import LightRAG
 
 from lightrag_prism import QueryParam
-from lightrag_prism.graph import FastRPState
+from lightrag_prism.graph import FastRPState, fastrp_similarity
 from lightrag_prism.retrievers.prism import expand as prism_expand, mode as prism
-from lightrag_prism.snapshot import SnapshotCache
+from lightrag_prism.snapshot import SnapshotCache, build_snapshot, patch_snapshot
 from lightrag_prism.vectors import entity_vdb_id
 from tests.retrievers._kg import CHUNKS, ENTITIES, HL, LL, QUERY, chunk_id_of, hash_vector, make_rag
 
@@ -171,6 +171,33 @@ async def test_fastrp_is_cached_and_updated_incrementally_when_the_graph_grows(r
     rebuilt = FastRPState.build(laid_out).embedding
     assert np.allclose(cache.embedding[rows[live]], rebuilt[live], atol=1e-5)
     assert not rebuilt[cache.order.index("Gina Hale")].any()  # the tombstone is isolated
+    # Queries score the state's rows in place: the same scores as the embeddings laid out in snapshot order.
+    seeds, weights = np.array([third.node_index["Alice Vance"], 0]), np.array([0.7, 0.3])
+    scores = prism_expand.fastrp_scores(third, second, seeds, weights)
+    assert scores.shape == (third.num_nodes,)
+    assert np.allclose(scores, fastrp_similarity(cache.embedding, seeds, weights), atol=1e-6)
+
+
+async def test_fastrp_of_a_second_successor_of_one_snapshot_is_built_not_updated_from_powers_written_over():
+    def node(name):
+        return {"id": name, "entity_type": "person", "description": name, "source_id": "c1"}
+
+    def edge(a, b):
+        return {"source": a, "target": b, "weight": 1.0, "description": f"{a} knows {b}", "keywords": "knows",
+                "source_id": "c1"}
+
+    names = [f"N{i}" for i in range(12)]
+    pairs = [(names[i], names[i + 1]) for i in range(11)] + [("N0", "N5"), ("N3", "N9")]
+    base = build_snapshot([node(n) for n in names], [edge(a, b) for a, b in pairs])
+    prism_expand.fastrp_cache(base, None)
+    first = patch_snapshot(base, {}, {("N0", "N5"): None}, version=1)  # each drops one edge of ``base``
+    second = patch_snapshot(base, {}, {("N3", "N9"): None}, version=2)
+    assert prism_expand.fastrp_cache(first, base).incremental  # it took base's powers and wrote over them
+    cache = prism_expand.fastrp_cache(second, base)
+    assert not cache.incremental
+    for snap in (first, second):
+        rebuilt = FastRPState.build(snap.adj).embedding
+        assert np.allclose(prism_expand.fastrp_cache(snap, base).embedding, rebuilt, atol=1e-5)
 
 
 class PublicGraphOnly:

@@ -27,6 +27,7 @@ import numpy as np
 
 from ...snapshot import GraphSnapshot, rows_from, split_field
 from .graph import embed_in_batches, hippo_state
+from .index import IndexRows
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +87,16 @@ class FactTexts(Sequence):
 class FactView:
     facts: list[Fact]
     ids: list[str]  # fact_id of each fact
-    vectors: np.ndarray  # (E, d), unit rows, aligned with ``facts`` and the snapshot's edges
+    index_rows: IndexRows  # the fact index's row of each fact (aligned with ``facts`` and the snapshot's edges)
+
+    def scores(self, query_vector: np.ndarray) -> np.ndarray:
+        """(E,) cosine of each fact to a unit ``query_vector``."""
+        return self.index_rows.scores(query_vector)
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """(E, d) unit rows aligned with ``facts`` (a copy; queries use :meth:`scores`)."""
+        return self.index_rows.vectors()
 
 
 async def fact_view(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None = None) -> FactView:
@@ -108,8 +118,8 @@ async def fact_view(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None = N
             else:
                 facts.append(edge_fact(snapshot, e))
                 ids.append(fact_id(facts[-1]))
-        vectors = await hippo_state(rag).fact_index.sync(ids, FactTexts(facts), lambda t: embed_in_batches(rag, t))
-        view = snapshot.derived["hipporag_facts"] = FactView(facts, ids, vectors)
+        rows = await hippo_state(rag).fact_index.sync(ids, FactTexts(facts), lambda t: embed_in_batches(rag, t))
+        view = snapshot.derived["hipporag_facts"] = FactView(facts, ids, rows)
     return view
 
 
@@ -127,7 +137,7 @@ def top_facts(view: FactView, query_vector: np.ndarray, k: int) -> tuple[np.ndar
     """Indices of the ``k`` best facts (best first) and their min-max normalised scores."""
     if not view.facts or k <= 0:
         return np.zeros(0, np.int64), np.zeros(0)
-    return rank_facts(view.vectors @ np.asarray(query_vector, dtype=np.float32), k)
+    return rank_facts(view.scores(query_vector), k)
 
 
 def rank_facts(similarity: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

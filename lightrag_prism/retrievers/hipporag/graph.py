@@ -71,8 +71,9 @@ class SynonymState:
     pairs: dict[tuple[str, str], float] = field(default_factory=dict)
     knn_queries: int = 0  # entities that have queried the kNN so far (incrementality is tested on this)
 
-    def update(self, names: list[str], vectors: np.ndarray) -> None:
-        """Bring the pairs up to date with entity ``names`` (rows of unit ``vectors``)."""
+    def update(self, names: list[str], vectors) -> None:
+        """Bring the pairs up to date with entity ``names``; ``vectors[rows]`` gives the unit vectors of the names
+        at ``rows`` (an array, or the name index's :class:`IndexRows`, read only when a name is new)."""
         current = set(names)
         self.pairs = {p: w for p, w in self.pairs.items() if p[0] in current and p[1] in current}
         self.seen &= current
@@ -212,11 +213,11 @@ async def hipporag_graph(rag, snapshot: GraphSnapshot, base: GraphSnapshot | Non
             return snapshot.derived["hipporag_graph"]
         timings, start = {}, time.perf_counter()
         names = list(snapshot.node_ids)
-        name_vectors = await state.name_index.sync(names, names, lambda t: embed_in_batches(rag, t))
+        name_rows = await state.name_index.sync(names, names, lambda t: embed_in_batches(rag, t))
         timings["name_embeddings"] = time.perf_counter() - start
         start = time.perf_counter()
         if names:
-            await asyncio.to_thread(state.synonyms.update, names, name_vectors)
+            await asyncio.to_thread(state.synonyms.update, names, name_rows)
         timings["synonyms"] = time.perf_counter() - start
         ids, data, vectors = await _passages(rag, snapshot,
                                              base.derived.get("hipporag_graph") if base is not None else None)

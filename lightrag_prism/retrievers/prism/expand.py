@@ -17,6 +17,7 @@ Query awareness (PrismRAG's formulas, with its bugs fixed — see docs/prism.md)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -63,19 +64,22 @@ class Expansion:
     ppr: np.ndarray | None = None  # the full PPR vector (seeds included) when PPR ran
 
 
-async def query_signals(ctx, snap: GraphSnapshot, relations: np.ndarray | None = None) -> QuerySignals:
+async def query_signals(ctx, snap: GraphSnapshot,
+                        relation_scores: Callable[[np.ndarray], np.ndarray] | None = None) -> QuerySignals:
     """Entity/relation similarities to the ll/hl keywords (the query itself when a keyword list is empty).
-    ``relations``: (E, d) unit vectors standing in for LightRAG's relation vectors (prism: the fact texts)."""
+    ``relation_scores(vector)``: (E,) cosines standing in for LightRAG's relation vectors (prism: the fact texts',
+    ``FactView.scores``)."""
     texts = [ctx.query, ctx.ll_keywords or ctx.query, ctx.hl_keywords or ctx.query]
     vecs = await ctx.embed(texts)
-    if relations is None:
+    if relation_scores is None:
         ent, rel = await entity_and_relation_matrices(ctx.rag, snap)
+        relation_scores = rel.__matmul__
     else:
-        ent, rel = await entity_matrix(ctx.rag, snap), relations
-    if not len(rel):
+        ent = await entity_matrix(ctx.rag, snap)
+    if not snap.num_edges:
         return QuerySignals(ent @ vecs[1], np.zeros(0, np.float32), vecs[0], np.zeros(0, np.float32))
-    fact_sim = rel @ vecs[0]  # two matrix-vector products: a 2-column GEMM is ~4x slower in OpenBLAS
-    rel_sim = fact_sim if ctx.hl_keywords in ("", ctx.query) else rel @ vecs[2]
+    fact_sim = relation_scores(vecs[0])  # two matrix-vector products: a 2-column GEMM is ~4x slower in OpenBLAS
+    rel_sim = fact_sim if ctx.hl_keywords in ("", ctx.query) else relation_scores(vecs[2])
     return QuerySignals(ent @ vecs[1], rel_sim, vecs[0], fact_sim)
 
 
@@ -127,10 +131,17 @@ class _FastRPCache:
     order: list[str]  # node names in the state's row order
     rows: np.ndarray  # state row -> snapshot row (-1: a tombstone)
     tombstones: dict[str, int]  # name -> state row of the deleted nodes still holding a row
-    embedding: np.ndarray  # rows in snapshot order
+    state_rows: np.ndarray  # snapshot row -> state row
     incremental: bool
 
+    @property
+    def embedding(self) -> np.ndarray:
+        """The embeddings in snapshot order (a copy; queries score the state's rows in place, see
+        :func:`fastrp_scores`)."""
+        return self.state.embedding[self.state_rows]
 
+
+FASTRP_POWERS_TAKEN = "prism_fastrp_powers_taken"  # set on a snapshot whose FastRP powers a successor took
 TOMBSTONE_LIMIT = 0.1  # rebuild FastRP from scratch once this share of its rows are deleted nodes
 
 
@@ -164,36 +175,47 @@ def _grown_layout(snap: GraphSnapshot, previous: GraphSnapshot, old: _FastRPCach
     return old.order + appended, np.concatenate([rows, added_rows]), tombstones
 
 
-def fastrp_matrix(snap: GraphSnapshot, previous: GraphSnapshot | None) -> np.ndarray:
-    """FastRP embeddings in snapshot order, cached on the snapshot.
+def fastrp_cache(snap: GraphSnapshot, previous: GraphSnapshot | None) -> _FastRPCache:
+    """The FastRP state of ``snap``, cached on the snapshot.
 
     When the previous snapshot has FastRP, the state is updated incrementally: the new graph is laid out as "old
     nodes in their old order, then new nodes" (:func:`_grown_layout`), which is what ``FastRPState.update``
     requires. A deleted node keeps its row as an isolated tombstone (its random projection row stays put, so no
     other row moves) until tombstones are :data:`TOMBSTONE_LIMIT` of the rows; otherwise, and without a previous
-    state, it is built from scratch.
+    state, it is built from scratch. The embeddings stay in the state's row order: copying them into snapshot
+    order took a third of the first query after deleting one document from 3,000 (tens of MB moved per snapshot).
     """
     cached = snap.derived.get(FASTRP_KEY)
     if cached is not None:
-        return cached.embedding
+        return cached
     old = previous.derived.get(FASTRP_KEY) if previous is not None else None
     rows = None
     if old is not None:
         order, rows, tombstones = _grown_layout(snap, previous, old)
-        if len(tombstones) > TOMBSTONE_LIMIT * len(order):
+        token = object()  # the previous state's powers are updated in place, so for one successor only
+        if len(tombstones) > TOMBSTONE_LIMIT * len(order) or \
+                previous.derived.setdefault(FASTRP_POWERS_TAKEN, token) is not token:
             rows = None
     if rows is not None:
         live = np.flatnonzero(rows >= 0)
         # Q maps the snapshot's nodes onto the state's rows (a tombstone's row gets no entry): Q A Q^T.
         q = sp.csr_matrix((np.ones(len(live)), (live, rows[live])), shape=(len(order), snap.num_nodes))
-        state, incremental = old.state.update(q @ snap.adj @ q.T), True
+        state, incremental = old.state.update(q @ snap.adj @ q.T, reuse_powers=True), True
     else:
         order, live, rows, tombstones = list(snap.node_ids), np.arange(snap.num_nodes), np.arange(snap.num_nodes), {}
         state, incremental = FastRPState.build(snap.adj), False
-    embedding = np.empty((snap.num_nodes, state.embedding.shape[1]), dtype=state.embedding.dtype)
-    embedding[rows[live]] = state.embedding[live]
-    snap.derived[FASTRP_KEY] = _FastRPCache(state, order, rows, tombstones, embedding, incremental)
-    return embedding
+    state_rows = np.empty(snap.num_nodes, dtype=np.int64)
+    state_rows[rows[live]] = live
+    cache = snap.derived[FASTRP_KEY] = _FastRPCache(state, order, rows, tombstones, state_rows, incremental)
+    return cache
+
+
+def fastrp_scores(snap: GraphSnapshot, previous: GraphSnapshot | None, seeds: np.ndarray,
+                  weights: np.ndarray) -> np.ndarray:
+    """:func:`~lightrag_prism.graph.fastrp_similarity` of every node to the weighted ``seeds`` (snapshot rows), in
+    snapshot order; computed on the state's rows (a tombstone's zero row scores 0 and is dropped)."""
+    cache = fastrp_cache(snap, previous)
+    return fastrp_similarity(cache.state.embedding, cache.state_rows[seeds], weights)[cache.state_rows]
 
 
 def fuse_ranked(perspectives: dict[str, tuple[list, np.ndarray]], method: str):
@@ -243,7 +265,7 @@ def expand(snap: GraphSnapshot, previous, seeds: np.ndarray, sig: QuerySignals, 
     if out.ppr is not None and knobs["top_ppr_nodes"] > 0:
         found["ppr"] = top_non_seed(out.ppr, seeds, knobs["top_ppr_nodes"])
     if knobs["top_fastrp_nodes"] > 0 and snap.adj.nnz:
-        sims = fastrp_similarity(fastrp_matrix(snap, previous), seeds, np.maximum(weights, 1e-12))
+        sims = fastrp_scores(snap, previous, seeds, np.maximum(weights, 1e-12))
         found["fastrp"] = top_non_seed(sims, seeds, knobs["top_fastrp_nodes"])
     out.counts = {name: int(ids.size) for name, (ids, _) in found.items()}
     fused = fuse_ranked(_as_lists(found), param.fusion_method)

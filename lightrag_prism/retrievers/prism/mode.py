@@ -214,7 +214,7 @@ async def retrieve(ctx) -> Retrieval:
     if not param.prism_keyword_vectors:  # the query's own vector stands in for both keyword lists
         ctx.ll_keywords = ctx.hl_keywords = ""
     hippo, facts = await asyncio.gather(hipporag_graph(ctx.rag, snap), fact_view(ctx.rag, snap))  # shared view
-    sig = await px.query_signals(ctx, snap, relations=facts.vectors)  # fact texts: one relation matrix, not two
+    sig = await px.query_signals(ctx, snap, relation_scores=facts.scores)  # fact texts: one relation matrix
     seed_vec, fact_ids, fact_scores = await _linked_seeds(ctx, snap, sig)
     seeds = np.flatnonzero(seed_vec)
     seeds = seeds[np.lexsort((seeds, -seed_vec[seeds]))]
