@@ -12,8 +12,9 @@
   (kept in the ``prism_vectors`` KV namespace, see ``plugin_state.py``). On the first query after an insert or
   delete only facts not yet indexed are embedded and removed ones are dropped (:class:`EmbeddingIndex.sync`).
 
-Query-time scoring is one mat-vec: ``facts @ q``, min-max normalised over all facts (HippoRAG's
-``get_fact_scores``), top ``linking_top_k`` by ``np.argpartition``.
+Query-time scoring is one mat-vec over the fact index's matrix, read back in edge order through each fact's row
+(``IndexRows.scores``; the index keeps its rows in place, see ``index.py``), min-max normalised over all facts
+(HippoRAG's ``get_fact_scores``), top ``linking_top_k`` by ``np.argpartition``.
 """
 
 from __future__ import annotations
