@@ -27,7 +27,7 @@ import logging
 from typing import Iterator
 
 from ..snapshot import GraphSnapshot
-from ..vectors import chunk_matrix, entity_matrix, relation_matrix
+from ..vectors import CHUNK_RECORDS, chunk_matrix, entity_matrix, relation_matrix
 from .hipporag.facts import fact_id, fact_text, fact_view, orient, predicate_of
 from .hipporag.graph import hippo_state, hipporag_graph
 from .hipporag.index import EmbeddingIndex
@@ -77,11 +77,18 @@ async def prepare_views(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None
         store = hippo_state(rag).fact_index.store
         async with store.one_flush() if store is not None else contextlib.nullcontext():  # names and facts
             # FastRP and the other structural caches need only the graph: computed in a thread meanwhile.
-            await asyncio.gather(hipporag_graph(rag, snapshot, base), fact_view(rag, snapshot, base),
+            await asyncio.gather(passages_then_chunks(rag, snapshot, base), fact_view(rag, snapshot, base),
                                  entity_matrix(rag, snapshot, base), relation_matrix(rag, snapshot, base),
-                                 chunk_matrix(rag, snapshot, base),  # the last three: fidelis, prism
                                  asyncio.to_thread(warm_snapshot, snapshot, base))
+        snapshot.derived.pop(CHUNK_RECORDS, None)  # the views hold what they need of it
         snapshot.derived[VIEWS_READY] = True
+
+
+async def passages_then_chunks(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None) -> None:
+    """The passage graph, then the chunk matrix (fidelis, prism), which reads its chunks' records from the
+    passages' read (``vectors.chunk_records``)."""
+    await hipporag_graph(rag, snapshot, base)
+    await chunk_matrix(rag, snapshot, base)
 
 
 async def ensure_views(rag, snapshot: GraphSnapshot) -> None:

@@ -100,3 +100,33 @@ async def test_a_small_insert_reads_only_its_own_rows_and_matches_a_fresh_build(
         np.testing.assert_allclose(incremental.passage_vectors, scratch.passage_vectors, atol=1e-6)
     finally:
         await rag.finalize_storages()
+
+
+async def test_the_views_of_a_snapshot_read_the_chunk_records_once(tmp_path, monkeypatch):
+    """On a backend without the JSON fast path (PostgreSQL) each read of the chunk records is a query: the passage
+    view and the chunk matrix of one snapshot share one read."""
+    import numpy as np
+
+    from lightrag_prism.patches import file_reads
+    from lightrag_prism.snapshot import snapshot_from_storage
+    from lightrag_prism.vectors import CHUNK_RECORDS, chunk_matrix
+
+    rag = await _rag(tmp_path)
+    try:
+        await rag.ainsert([FIRST, SECOND], ids=["a", "b"])
+        monkeypatch.setattr(file_reads, "record_fields", lambda *args: None)
+        reads, original = [], rag.text_chunks.get_by_ids
+
+        async def counted(ids):
+            reads.append(len(ids))
+            return await original(ids)
+
+        monkeypatch.setattr(rag.text_chunks, "get_by_ids", counted)
+        await rag.ainsert("Evan Holt repairs boats in Townsville.", ids=["c"])  # prepares the views
+        after = await rag.graph_snapshot()
+        assert reads == [3]  # every passage once, not again for the chunk matrix
+        assert CHUNK_RECORDS not in after.derived  # not kept past the views
+        fresh = await snapshot_from_storage(rag.chunk_entity_relation_graph)
+        np.testing.assert_allclose(await chunk_matrix(rag, after), await chunk_matrix(rag, fresh), atol=1e-6)
+    finally:
+        await rag.finalize_storages()

@@ -171,7 +171,7 @@ async def _passages(rag, snapshot: GraphSnapshot, base: "HippoGraph | None"
                     ) -> tuple[list[str], list[dict], np.ndarray]:
     """Every passage's record and vector; vectors of passages whose text ``base`` had are carried over."""
     ids = await all_passage_ids(rag, snapshot)
-    records = await chunk_records(rag, ids, ("content", "file_path"))
+    records = await chunk_records(rag, ids, ("content", "file_path"), snapshot)
     data = [{"content": (r or {}).get("content", ""), "file_path": (r or {}).get("file_path", "unknown_source"),
              "valid": r is not None} for r in records]
     texts = [d["content"] for d in data]
