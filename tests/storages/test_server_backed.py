@@ -153,3 +153,53 @@ def test_a_patched_snapshot_equals_a_whole_read_on_postgresql(servers, tmp_path)
             await rag.finalize_storages()
 
     asyncio.run(run())
+
+
+def test_the_passage_view_lists_processed_chunks_on_postgresql_without_reading_whole_statuses(servers, tmp_path):
+    """patches/pg_reads.py gives what get_docs_by_statuses([PROCESSED]) gives, and the passage view uses it."""
+    from lightrag.base import DocStatus
+
+    from lightrag_prism.patches import pg_reads
+    from lightrag_prism.retrievers.hipporag.graph import all_passage_ids
+
+    async def run():
+        rag = PrismRAG(working_dir=str(tmp_path), workspace=f"c{uuid.uuid4().hex[:8]}",
+                       embedding_func=dense_hash_embedding_func(), **STACKS["postgres"])
+        await rag.initialize_storages()
+        try:
+            texts, ids = corpus()
+            await rag.ainsert(texts[:5], ids=ids[:5])
+            await rag.adelete_by_doc_id(ids[0])
+            docs = await rag.doc_status.get_docs_by_statuses([DocStatus.PROCESSED])
+            public = [chunk for status in docs.values() for chunk in status.chunks_list or []]
+            fast = await pg_reads.processed_chunk_lists(rag.doc_status, DocStatus.PROCESSED.value)
+            assert len(docs) == 4 and public and sorted(fast) == sorted(public)
+
+            async def whole_read(*args, **kwargs):
+                raise AssertionError("the passage view read every document status")
+
+            rag.doc_status.get_docs_by_statuses = whole_read
+            snapshot = await rag.graph_snapshot()
+            assert set(await all_passage_ids(rag, snapshot)) == set(snapshot.chunk_ids) | set(public)
+        finally:
+            await rag.finalize_storages()
+
+    asyncio.run(run())
+
+
+def test_the_postgresql_chunk_list_read_declines_other_backends_and_unknown_schemas():
+    from lightrag_prism.patches import pg_reads
+
+    class PGDocStatusStorage:  # the name alone is not enough: the module must be LightRAG's
+        pass
+
+    assert asyncio.run(pg_reads.processed_chunk_lists(PGDocStatusStorage(), "processed")) is None
+
+    class FailingDB:
+        async def query(self, *args, **kwargs):
+            raise RuntimeError('column "chunks_list" does not exist')
+
+    PGDocStatusStorage.__module__ = "lightrag.kg.postgres_impl"  # LightRAG's class on a schema this does not know
+    storage = PGDocStatusStorage()
+    storage.db, storage.workspace = FailingDB(), "w"
+    assert asyncio.run(pg_reads.processed_chunk_lists(storage, "processed")) is None

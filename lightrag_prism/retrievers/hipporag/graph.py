@@ -32,7 +32,7 @@ from lightrag.base import DocStatus
 
 from ...graph import knn
 from ...graph.ppr import Transition, transition_matrix
-from ...patches import file_reads
+from ...patches import file_reads, pg_reads
 from ...plugin_state import find_plugin_state
 from ...snapshot import GraphSnapshot
 from ...vectors import chunk_records, matched_rows, vectors_carrying
@@ -161,6 +161,8 @@ class HippoGraph:
 async def all_passage_ids(rag, snapshot: GraphSnapshot) -> list[str]:
     """Graph-referenced chunk ids first (snapshot order), then the other chunks of processed documents."""
     extra = file_reads.processed_chunk_lists(rag.doc_status, DocStatus.PROCESSED.value)
+    if extra is None:
+        extra = await pg_reads.processed_chunk_lists(rag.doc_status, DocStatus.PROCESSED.value)
     if extra is None:
         docs = await rag.doc_status.get_docs_by_statuses([DocStatus.PROCESSED])
         extra = [chunk for status in docs.values() for chunk in getattr(status, "chunks_list", None) or []]
