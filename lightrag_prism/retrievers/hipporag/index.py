@@ -42,9 +42,6 @@ class IndexRows:
     matrix: np.ndarray
     rows: np.ndarray
 
-    def __len__(self) -> int:
-        return len(self.rows)
-
     def __getitem__(self, which) -> np.ndarray:
         """The vectors of the ids at positions ``which`` (a copy)."""
         return self.matrix[self.rows[which]]
