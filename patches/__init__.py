@@ -73,3 +73,4 @@ from . import fast_graphml  # noqa: E402,F401  (the graph file written directly:
 from . import journaled_stores  # noqa: E402,F401  (whole-file stores persisted by journal: see journal.py)
 from . import doc_status_index  # noqa: E402,F401  (the JSON doc-status store's lookups by hash and path, indexed)
 from . import postgres  # noqa: E402,F401  (repairs of LightRAG's PostgreSQL client, installed on use)
+from . import normalize_memo  # noqa: E402,F401  (LightRAG's extraction-text normalisers memoised: same strings out)

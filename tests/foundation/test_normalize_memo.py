@@ -1,0 +1,73 @@
+"""patches/normalize_memo.py: LightRAG's extraction normalisers memoised give LightRAG's own results."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from lightrag import operate
+
+from lightrag_prism.patches import normalize_memo
+
+TRICKY = [
+    "", "  ", "Alan Turing", '"Alan Turing"', "'quoted' inside 'twice'", "<p>Paris</p><br/>", "ＡＢＣ１２３",
+    "东京 大学", "东京 University", "“Tokyo”", "《三体》", "O'Neil", "12", "1.2", "1.2.3.4.5.6", "1\u202fkm",
+    "a\u202fb", "non\u00a0breaking", "（note）—dash", "Thomas C. Südhof", "x" * 5000, "line\nbreak\ttab",
+    "\ud800 lone surrogate",
+]
+
+
+@pytest.mark.parametrize("text", TRICKY)
+def test_the_memo_returns_what_lightrag_returns(text):
+    memo_text, memo_name = operate.sanitize_and_normalize_extracted_text, operate.normalize_entity_name
+    original_text, original_name = memo_text.__wrapped__, memo_name.__wrapped__
+    for _ in range(2):  # the second call is served from the memo
+        assert memo_name(text) == original_name(text)
+        for inner in (False, True):
+            assert memo_text(text, inner) == original_text(text, remove_inner_quotes=inner)
+            assert memo_text(text, remove_inner_quotes=inner) == original_text(text, remove_inner_quotes=inner)
+
+
+def test_other_arguments_reach_lightrag_unchanged():
+    memo_text, memo_name = operate.sanitize_and_normalize_extracted_text, operate.normalize_entity_name
+    assert memo_text(None) == memo_text.__wrapped__(None) == ""
+    with pytest.raises(AttributeError):
+        memo_text(5)
+    with pytest.raises(AttributeError):
+        memo_name(5)
+
+
+def _rows() -> str:
+    sentence = "Teutberga was a queen of Lotharingia by marriage to Lothair II."
+    rows = [f"entity<|#|>{name}<|#|>person<|#|>{sentence}" for name in ("Teutberga", "Lothair II", '"Lotharingia"')]
+    rows += [f"relation<|#|>Teutberga<|#|>{other}<|#|>married, queen<|#|>{sentence}"
+             for other in ("Lothair II", "Lotharingia")]
+    rows += ["entity<|#|>东京 大学<|#|>organization<|#|>（东京）—a university", "<|COMPLETE|>"]
+    return "\n".join(rows)
+
+
+def test_a_parse_with_the_memo_equals_the_parse_without_it_and_uses_it(monkeypatch):
+    text, name = operate.sanitize_and_normalize_extracted_text, operate.normalize_entity_name
+
+    def parse():
+        return asyncio.run(operate._process_extraction_result(_rows(), "chunk-1", 1700000000, "doc.txt"))
+
+    text.cache.cache_clear()
+    memoised = parse()
+    info = text.cache.cache_info()
+    assert info.hits >= 4  # the shared sentence is normalised once, then served five more times
+    assert name.cache.cache_info().misses >= 4
+    monkeypatch.setattr(operate, "sanitize_and_normalize_extracted_text", text.__wrapped__)
+    monkeypatch.setattr(operate, "normalize_entity_name", name.__wrapped__)
+    assert parse() == memoised
+    assert set(memoised[0]) == {"Teutberga", "Lothair II", "Lotharingia", "东京大学"}
+
+
+def test_the_memo_is_bounded_and_installed_once():
+    from lightrag_prism.patches.private import wrap_once
+
+    memo = operate.sanitize_and_normalize_extracted_text
+    assert memo.cache.cache_info().maxsize == normalize_memo.MEMO_SIZE
+    assert operate.normalize_entity_name.cache.cache_info().maxsize == normalize_memo.MEMO_SIZE
+    wrap_once(operate, "sanitize_and_normalize_extracted_text", normalize_memo._memo_text)
+    assert operate.sanitize_and_normalize_extracted_text is memo
