@@ -11,7 +11,9 @@ from lightrag_prism import PrismRAG
 from lightrag_prism.graph import knn
 from lightrag_prism.plugin_state import plugin_state
 from lightrag_prism.retrievers.hipporag.facts import fact_view, orient, predicate_of, snapshot_facts
-from lightrag_prism.retrievers.hipporag.graph import hippo_state, hipporag_graph, synonym_eligible
+from lightrag_prism.retrievers.hipporag import graph as hippo_graph
+from lightrag_prism.retrievers.hipporag.graph import SynonymState, hippo_state, hipporag_graph, synonym_eligible
+from lightrag_prism.snapshot import patch_snapshot
 from lightrag_prism.retrievers.hipporag.index import EmbeddingIndex
 from tests.helpers import offline_tokenizer
 from tests.retrievers._hippo import HashEmbedder, fake_rag, snapshot_of
@@ -92,6 +94,68 @@ async def test_synonyms_incremental_only_for_new_entities(rag, knn_calls):
     assert knn_calls == [4, 1]  # nothing new: no kNN call at all
     assert all("Thomas Südhof" not in p for p in state.synonyms.pairs)
     assert view.n_synonym_edges == len(state.synonyms.pairs)
+
+
+@pytest.mark.asyncio
+async def test_synonym_edges_are_carried_by_node_moves_only_when_pairs_were_only_dropped(rag, monkeypatch):
+    built = []
+    original = hippo_graph.synonym_adjacency
+    monkeypatch.setattr(hippo_graph, "synonym_adjacency", lambda *a: built.append(1) or original(*a))
+
+    def same_as_fresh(view, snapshot) -> None:
+        expected = original(snapshot, hippo_state(rag).synonyms.pairs)
+        assert view.synonyms.shape == expected.shape and (view.synonyms != expected).nnz == 0
+
+    entities = {**ENTITIES, "Stanford University Medical Center": ["c2"], "Stanford University Medical": ["c4"]}
+    base = snapshot_of(entities, RELATIONS, version=0)
+    same_as_fresh(await hipporag_graph(rag, base), base)
+    assert len(built) == 1 and base.derived["hipporag_graph"].synonyms.nnz == 4  # Südhof and Medical pairs
+    school = "Stanford University Medical School"
+    steps = [({"Thomas Südhof": None}, 1), ({"x": None}, 1),  # only drops: carried
+             ({school: {"entity_id": school, "description": "d", "source_id": "c2"}}, 2),  # a new pair: built
+             ({"Stanford University Medical": None}, 2)]  # drops both of its pairs: carried
+    pairs = []
+    for version, (nodes, builds) in enumerate(steps, start=1):
+        snapshot = patch_snapshot(base, nodes, {}, version)
+        view = await hipporag_graph(rag, snapshot, base)
+        same_as_fresh(view, snapshot)
+        assert len(built) == builds, nodes
+        pairs.append(view.synonyms.nnz // 2)
+        base = snapshot
+    assert pairs == [1, 1, 2, 0]  # the Medical pair stays, School pairs with Medical, both go with Medical
+    # A view of another snapshot in between, which has the name the next patch brings back: that patch adds no pair
+    # to the state, yet its pairs are not in the base view's edges. Built, not carried.
+    medical = "Stanford University Medical"
+    await hipporag_graph(rag, snapshot_of({**{name: ["c2"] for name in base.node_ids}, medical: ["c4"]}, [], 9))
+    snapshot = patch_snapshot(base, {medical: {"entity_id": medical, "description": "d", "source_id": "c4"}}, {}, 10)
+    view = await hipporag_graph(rag, snapshot, base)
+    same_as_fresh(view, snapshot)
+    assert len(built) == 4 and view.synonyms.nnz == 4
+
+
+def test_synonym_updates_through_random_changes_equal_a_fresh_state():
+    """Names come, go and come back; the carried pairs always equal one update of a fresh state, and only names not
+    seen in the last update query the kNN."""
+    rng = np.random.default_rng(7)
+    pool = [f"name {i:03d}" for i in range(120)] + ["ab", "x", "東京"]  # two too short for synonyms
+    base = rng.normal(size=(len(pool) // 3 + 1, 16))
+    vectors = {}
+    for i, name in enumerate(pool):  # groups of three near copies, so pairs above 0.8 exist
+        v = base[i // 3] + 0.25 * rng.normal(size=16)
+        vectors[name] = v / np.linalg.norm(v)
+    state, previous = SynonymState(), set()
+    for step in range(40):
+        names = sorted(rng.choice(pool, size=int(rng.integers(10, len(pool))), replace=False).tolist())
+        before = state.knn_queries
+        state.update(names, np.array([vectors[n] for n in names]))
+        fresh = SynonymState()
+        fresh.update(names, np.array([vectors[n] for n in names]))
+        assert state.pairs.keys() == fresh.pairs.keys(), step
+        assert all(abs(state.pairs[p] - fresh.pairs[p]) < 1e-6 for p in fresh.pairs)
+        assert state.seen == set(names) and state.eligible == {n for n in names if synonym_eligible(n)}
+        assert state.knn_queries - before == len({n for n in names if synonym_eligible(n)} - previous)
+        previous = set(names)
+    assert len(fresh.pairs) > 10
 
 
 def test_synonym_eligibility_is_unicode_aware():
