@@ -134,7 +134,9 @@ class GraphChanges:
         return len(self._nodes) + len(self._edges)
 
 
-def _noting(original, written: Callable[..., Written] | None, changes: GraphChanges):
+def _noting(original, written: Callable | None, changes: "GraphChanges | KeyChanges"):
+    """``original`` with ``changes.note(written(*args))`` after each call (``need_whole`` when ``written`` is None or
+    cannot parse the call)."""
     @functools.wraps(original)
     async def write(*args, **kwargs):
         try:
@@ -143,7 +145,7 @@ def _noting(original, written: Callable[..., Written] | None, changes: GraphChan
             try:
                 changes.note(written(*args, **kwargs)) if written is not None else changes.need_whole()
             except Exception as exc:  # noqa: BLE001 - arguments this log cannot parse: read everything
-                logger.debug("graph write %s not understood (%s): next snapshot reads the whole graph",
+                logger.debug("write %s not understood (%s): the next read after it is whole",
                              getattr(original, "__name__", original), exc)
                 changes.need_whole()
 
@@ -159,3 +161,54 @@ def watch_writes(storage, changes: GraphChanges, methods: Iterable[str] | None =
         if original is None or getattr(original, "_prism_notes_changes", False):
             continue
         setattr(storage, name, _noting(original, WRITE_METHODS.get(name), changes))
+
+
+# --- the same for a key-value storage's records (the passages' text_chunks) ------------------------------------------
+class KeyChanges:
+    """Ids written (``upsert``) or deleted in one KV storage, each with the position of its last write, as noted by
+    :func:`watch_keys`; ``drop`` or a call it cannot parse asks for a whole read. Views that read every record (the
+    hipporag passages) read again only the ids noted since their last read (``hipporag/graph.py``)."""
+
+    def __init__(self) -> None:
+        self.position = 0
+        self.whole_at = 0
+        self._ids: dict[str, int] = {}
+
+    def note(self, ids: Iterable) -> None:
+        self.position += 1
+        self._ids.update((str(key), self.position) for key in ids)
+        if len(self._ids) > LOG_LIMIT:
+            self.need_whole()
+            self.forget_through(self.position)
+
+    def need_whole(self) -> None:
+        self.position += 1
+        self.whole_at = self.position
+
+    def since(self, position: int) -> frozenset | None:
+        """The ids written after ``position``; None when a change it cannot name came after it."""
+        if self.whole_at > position:
+            return None
+        return frozenset(key for key, at in self._ids.items() if at > position)
+
+    def forget_through(self, position: int) -> None:
+        for key in [key for key, at in self._ids.items() if at <= position]:
+            del self._ids[key]
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
+KEY_WRITE_METHODS: dict[str, Callable[..., Iterable]] = {
+    "upsert": lambda data: list(data), "delete": lambda ids: list(ids),
+}
+
+
+def watch_keys(storage, changes: KeyChanges) -> None:
+    """Note every ``upsert``/``delete`` of ``storage`` in ``changes``, and ``drop`` as a whole change (once)."""
+    for name in (*KEY_WRITE_METHODS, "drop"):
+        original = getattr(storage, name, None)
+        if original is None or getattr(original, "_prism_notes_changes", False):
+            continue
+        setattr(storage, name, _noting(original, KEY_WRITE_METHODS.get(name), changes))
+

@@ -219,7 +219,7 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         if any(str(name).startswith("PG") for name in storages):
             patches.postgres.install()
         super().__post_init__(addon_params)
-        self._snapshots = SnapshotCache(self.chunk_entity_relation_graph)
+        self._snapshots = SnapshotCache(self.chunk_entity_relation_graph, self.text_chunks)
         state = PluginState(self)  # opened by initialize_storages
         setattr(self, PLUGIN_STATE_ATTRIBUTE, state)
         self.version_watcher = VersionWatcher(state, self._refresh_from_storage, self.shared_version_interval)

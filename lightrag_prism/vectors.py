@@ -110,26 +110,13 @@ async def relation_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | No
     return snapshot.derived["relation_vectors"]
 
 
-CHUNK_RECORDS = "chunk_records"  # snapshot.derived: (fields, id -> record) of the last read, while views are made
-
-
-async def chunk_records(rag, ids: list[str], fields: tuple[str, ...],
-                        snapshot: GraphSnapshot | None = None) -> list[dict | None]:
+async def chunk_records(rag, ids: list[str], fields: tuple[str, ...]) -> list[dict | None]:
     """``fields`` of each chunk's record in ``text_chunks`` (None: it lacks the chunk); from the JSON store's memory
-    without LightRAG's deep copies when it can (``patches/file_reads.py``). With ``snapshot``, a read of these ids
-    and fields for the same snapshot is served again: the passage view reads every chunk, the chunk matrix the
-    graph's chunks, and on PostgreSQL each read was a query of 30 to 80 ms after a deletion at 3,000 passages."""
+    without LightRAG's deep copies when it can (``patches/file_reads.py``)."""
     if not ids:
         return []
-    memo = snapshot.derived.get(CHUNK_RECORDS) if snapshot is not None else None
-    if memo is not None and set(fields) <= memo[0] and all(i in memo[1] for i in ids):
-        return [memo[1][i] for i in ids]
     records = file_reads.record_fields(rag.text_chunks, ids, fields)
-    if records is None:
-        records = await rag.text_chunks.get_by_ids(ids)
-    if snapshot is not None:
-        snapshot.derived[CHUNK_RECORDS] = (set(fields), dict(zip(ids, records)))
-    return records
+    return records if records is not None else await rag.text_chunks.get_by_ids(ids)
 
 
 async def chunk_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None = None) -> np.ndarray:
@@ -137,7 +124,7 @@ async def chunk_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None 
     by id and text: a document deleted and inserted again under its id gives new content the same chunk ids."""
     if "chunk_vectors" not in snapshot.derived:
         ids = snapshot.chunk_ids
-        texts = [(r or {}).get("content", "") for r in await chunk_records(rag, ids, ("content",), snapshot)]
+        texts = [(r or {}).get("content", "") for r in await chunk_records(rag, ids, ("content",))]
         base_rows = base.derived.get("chunk_vectors") if base is not None else None
         sources = matched_rows(ids, texts, base.chunk_ids, base.derived["chunk_texts"]) if base_rows is not None \
             else np.full(len(ids), -1, dtype=np.int64)
@@ -145,6 +132,13 @@ async def chunk_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None 
                                                                    lambda i: (ids[i], texts[i]))
         snapshot.derived["chunk_texts"] = texts
     return snapshot.derived["chunk_vectors"]
+
+
+def adopt_chunk_matrix(snapshot: GraphSnapshot, vectors: np.ndarray, texts: list[str]) -> None:
+    """Give ``snapshot`` its chunk matrix from rows computed with the same store and texts (the hipporag passage view's
+    first rows are the snapshot's chunks): no second read of the records."""
+    snapshot.derived.setdefault("chunk_vectors", vectors)
+    snapshot.derived.setdefault("chunk_texts", texts)
 
 
 async def entity_and_relation_matrices(rag, snapshot: GraphSnapshot) -> tuple[np.ndarray, np.ndarray]:

@@ -27,7 +27,7 @@ import logging
 from typing import Iterator
 
 from ..snapshot import GraphSnapshot
-from ..vectors import CHUNK_RECORDS, chunk_matrix, entity_matrix, relation_matrix
+from ..vectors import adopt_chunk_matrix, chunk_matrix, entity_matrix, relation_matrix
 from .hipporag.facts import fact_id, fact_text, fact_view, orient, predicate_of
 from .hipporag.graph import hippo_state, hipporag_graph
 from .hipporag.index import EmbeddingIndex
@@ -80,14 +80,16 @@ async def prepare_views(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None
             await asyncio.gather(passages_then_chunks(rag, snapshot, base), fact_view(rag, snapshot, base),
                                  entity_matrix(rag, snapshot, base), relation_matrix(rag, snapshot, base),
                                  asyncio.to_thread(warm_snapshot, snapshot, base))
-        snapshot.derived.pop(CHUNK_RECORDS, None)  # the views hold what they need of it
         snapshot.derived[VIEWS_READY] = True
 
 
 async def passages_then_chunks(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None) -> None:
-    """The passage graph, then the chunk matrix (fidelis, prism), which reads its chunks' records from the
-    passages' read (``vectors.chunk_records``)."""
-    await hipporag_graph(rag, snapshot, base)
+    """The passage graph, then the chunk matrix (fidelis, prism): the passage view's first rows, which are the
+    snapshot's chunks (``all_passage_ids``), so the records are read once."""
+    view = await hipporag_graph(rag, snapshot, base)
+    chunks = len(snapshot.chunk_ids)
+    if view.passage_ids[:chunks] == snapshot.chunk_ids:
+        adopt_chunk_matrix(snapshot, view.passage_vectors[:chunks], [d["content"] for d in view.passage_data[:chunks]])
     await chunk_matrix(rag, snapshot, base)
 
 

@@ -111,8 +111,6 @@ def assert_views_carried_as_built(snapshot: GraphSnapshot, built: GraphSnapshot,
         assert order == order_ref and np.array_equal(rows, rows_ref) and tombstones == tombstones_ref
     prism_expand.fastrp_cache(snapshot, base)  # the next step's base carries it
     return carried
-    assert cache.patches >= 90 and cache.builds - cache.patches >= 2  # the first build and the one after drop()
-    assert len(cache.changes) == 0  # nothing is kept that no snapshot needs
 
 
 async def test_a_write_that_fails_midway_is_still_read_again():
@@ -167,9 +165,15 @@ async def test_a_change_made_by_another_instance_is_read_whole(tmp_path):
     try:
         await first.ainsert("Alice Smith works at Acme Corp in Paris.", ids=["d1"])
         await second.ainsert("Bob Jones met Carol White in Berlin.", ids=["d2"])
+        # d1 again under its id with other text: same chunk id, new content, written by the other instance only.
+        await second.adelete_by_doc_id("d1")
+        await second.ainsert("Alice Smith moved to Rome.", ids=["d1"])
         await first.ainsert("Dora Kent lives in Oslo.", ids=["d3"])
         snapshot = await first.graph_snapshot()
         assert {"Alice Smith", "Bob Jones", "Carol White", "Dora Kent"} <= set(snapshot.node_ids)
+        passages = snapshot.derived["hipporag_graph"]  # prepared by the insert; records read whole, not carried
+        contents = {pid: d["content"] for pid, d in zip(passages.passage_ids, passages.passage_data)}
+        assert "Alice Smith moved to Rome." in contents.values() and len(contents) == 3
         built = build_snapshot(await first.chunk_entity_relation_graph.get_all_nodes(),
                                await first.chunk_entity_relation_graph.get_all_edges())
         assert_same(snapshot, built)

@@ -86,7 +86,7 @@ async def test_a_small_insert_reads_only_its_own_rows_and_matches_a_fresh_build(
         assert 0 < len(changed) < after.num_nodes
         assert sum(reads["entities"]) == len(changed)  # only new or changed entities were read
         assert 0 < sum(reads["relationships"]) < after.num_edges
-        assert sum(reads["chunks"]) == 2  # the new passage, once for prism/fidelis and once for hipporag
+        assert sum(reads["chunks"]) == 1  # the new passage (the chunk matrix is the passage view's first rows)
 
         fresh = await snapshot_from_storage(rag.chunk_entity_relation_graph)  # the same graph, built from scratch
         for matrix in (entity_matrix, relation_matrix, chunk_matrix):
@@ -102,31 +102,54 @@ async def test_a_small_insert_reads_only_its_own_rows_and_matches_a_fresh_build(
         await rag.finalize_storages()
 
 
-async def test_the_views_of_a_snapshot_read_the_chunk_records_once(tmp_path, monkeypatch):
-    """On a backend without the JSON fast path (PostgreSQL) each read of the chunk records is a query: the passage
-    view and the chunk matrix of one snapshot share one read."""
+async def test_the_passage_view_reads_only_the_records_written_since_the_last_view(tmp_path, monkeypatch):
+    """On a backend without the JSON fast path (PostgreSQL) each read of the chunk records is a query. After a small
+    change the passage view reads only the chunks written since the last view (the text_chunks write log), the chunk
+    matrix reads none, and both equal a build from scratch; also when a document comes back under its id with
+    other text (same chunk ids, new content)."""
     import numpy as np
 
+    from lightrag_prism import vectors
     from lightrag_prism.patches import file_reads
+    from lightrag_prism.retrievers.hipporag import graph as hippo_graph
+    from lightrag_prism.retrievers.query_state import ensure_views
     from lightrag_prism.snapshot import snapshot_from_storage
-    from lightrag_prism.vectors import CHUNK_RECORDS, chunk_matrix
+    async def assert_as_fresh(snapshot) -> None:
+        fresh = await snapshot_from_storage(rag.chunk_entity_relation_graph)
+        view, scratch = snapshot.derived["hipporag_graph"], await hippo_graph.hipporag_graph(rag, fresh)
+        assert view.passage_ids == scratch.passage_ids and view.passage_data == scratch.passage_data
+        np.testing.assert_allclose(view.passage_vectors, scratch.passage_vectors, atol=1e-6)
+        np.testing.assert_allclose(await vectors.chunk_matrix(rag, snapshot), await vectors.chunk_matrix(rag, fresh),
+                                   atol=1e-6)
 
     rag = await _rag(tmp_path)
     try:
         await rag.ainsert([FIRST, SECOND], ids=["a", "b"])
-        monkeypatch.setattr(file_reads, "record_fields", lambda *args: None)
-        reads, original = [], rag.text_chunks.get_by_ids
+        monkeypatch.setattr(file_reads, "record_fields", lambda *args: None)  # get_by_ids, as on PostgreSQL
+        reads, original = [], hippo_graph.chunk_records
 
-        async def counted(ids):
-            reads.append(len(ids))
-            return await original(ids)
+        async def counted(rag, ids, fields):
+            reads.extend([list(ids)] if ids else [])
+            return await original(rag, ids, fields)
 
-        monkeypatch.setattr(rag.text_chunks, "get_by_ids", counted)
+        monkeypatch.setattr(hippo_graph, "chunk_records", counted)
+        monkeypatch.setattr(vectors, "chunk_records", counted)
         await rag.ainsert("Evan Holt repairs boats in Townsville.", ids=["c"])  # prepares the views
-        after = await rag.graph_snapshot()
-        assert reads == [3]  # every passage once, not again for the chunk matrix
-        assert CHUNK_RECORDS not in after.derived  # not kept past the views
-        fresh = await snapshot_from_storage(rag.chunk_entity_relation_graph)
-        np.testing.assert_allclose(await chunk_matrix(rag, after), await chunk_matrix(rag, fresh), atol=1e-6)
+        snapshot = await rag.graph_snapshot()
+        assert reads == [["c-chunk-000"]]  # the new passage only; the chunk matrix read nothing
+        await assert_as_fresh(snapshot)
+        # "c" deleted and inserted again with other text, no view in between: its chunk id is the base view's, with
+        # new content. Then "b" deleted, its chunk not read.
+        for doc, text, expected in (("c", "Evan Holt sells kites in Lakeside.", [["c-chunk-000"]]), ("b", None, [])):
+            reads.clear()
+            await rag.adelete_by_doc_id(doc)
+            if text is not None:
+                await rag.ainsert(text, ids=[doc])  # prepares the views
+            snapshot = await rag.graph_snapshot()
+            await ensure_views(rag, snapshot)  # what the first query after a deletion does
+            assert reads == expected  # what the change wrote (a deleted chunk is not read), not every passage
+            await assert_as_fresh(snapshot)
+        assert "Evan Holt sells kites in Lakeside." in [d["content"] for d in
+                                                        snapshot.derived["hipporag_graph"].passage_data]
     finally:
         await rag.finalize_storages()

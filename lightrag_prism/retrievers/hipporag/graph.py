@@ -153,6 +153,7 @@ class HippoGraph:
     n_synonym_edges: int
     synonyms: sp.csr_matrix  # the synonym block over the entities
     synonym_token: object  # ``SynonymState.token`` after its update (the next view may carry it by node moves)
+    records_read_at: int | None  # the text_chunks write log's position when the records were read (None: no log)
     build_seconds: dict[str, float]
 
     def dense_scores(self, query_vector: np.ndarray) -> np.ndarray:
@@ -180,19 +181,40 @@ async def all_passage_ids(rag, snapshot: GraphSnapshot) -> list[str]:
     return list(dict.fromkeys(list(snapshot.chunk_ids) + extra))
 
 
-async def _passages(rag, snapshot: GraphSnapshot, base: "HippoGraph | None"
+PASSAGE_FIELDS = ("content", "file_path")
+
+
+def _passage(record: dict | None) -> dict:
+    record = record or {}
+    return {"content": record.get("content", ""), "file_path": record.get("file_path", "unknown_source"),
+            "valid": bool(record)}
+
+
+async def _passages(rag, snapshot: GraphSnapshot, base: "HippoGraph | None", written: frozenset | None
                     ) -> tuple[list[str], list[dict], np.ndarray]:
-    """Every passage's record and vector; vectors of passages whose text ``base`` had are carried over."""
+    """Every passage's record and vector. With ``written`` (the chunk ids written since ``base`` read its records),
+    the records of the others are ``base``'s and only these are read: after a small change, reading all 3,000
+    records was a query of 30-80 ms on PostgreSQL and 14 ms on the JSON store. Vectors of passages whose id and
+    text ``base`` had are carried over."""
     ids = await all_passage_ids(rag, snapshot)
-    records = await chunk_records(rag, ids, ("content", "file_path"), snapshot)
-    data = [{"content": (r or {}).get("content", ""), "file_path": (r or {}).get("file_path", "unknown_source"),
-             "valid": r is not None} for r in records]
+    kept = np.full(len(ids), -1, dtype=np.int64)  # the base row whose record is still this passage's
+    if base is not None and written is not None:
+        at = dict(zip(base.passage_ids, range(len(base.passage_ids))))
+        kept = np.fromiter((-1 if pid in written else at.get(pid, -1) for pid in ids), dtype=np.int64,
+                           count=len(ids))
+        live = kept >= 0
+        kept[live] = np.where(base.passage_valid[kept[live]], kept[live], -1)  # a record base lacked: read again
+    read = np.flatnonzero(kept < 0).tolist()
+    records = await chunk_records(rag, [ids[k] for k in read], PASSAGE_FIELDS)
+    data = [base.passage_data[j] if j >= 0 else None for j in kept.tolist()] if base is not None else [None] * len(ids)
+    for k, record in zip(read, records):
+        data[k] = _passage(record)
     texts = [d["content"] for d in data]
-    sources, base_rows = np.full(len(ids), -1, dtype=np.int64), None
-    if base is not None:  # a passage text_chunks lost has no vector worth keeping
+    sources, base_rows = kept, None
+    if base is not None:
         base_rows = base.passage_vectors
-        sources = matched_rows(ids, texts, base.passage_ids,
-                               [d["content"] if d["valid"] else None for d in base.passage_data])
+        base_texts = [d["content"] if d["valid"] else None for d in base.passage_data]
+        sources[read] = matched_rows([ids[k] for k in read], [texts[k] for k in read], base.passage_ids, base_texts)
     vectors = await vectors_carrying(rag, rag.chunks_vdb, sources, base_rows, lambda i: (ids[i], texts[i]))
     return ids, data, vectors
 
@@ -249,7 +271,16 @@ async def hipporag_graph(rag, snapshot: GraphSnapshot, base: GraphSnapshot | Non
         else:
             synonyms = synonym_adjacency(snapshot, state.synonyms.pairs)
         timings["synonyms"] = time.perf_counter() - start
-        ids, data, vectors = await _passages(rag, snapshot, base_view)
+        # Records written since the base view read them, from the instance's log of text_chunks writes. Only for a
+        # snapshot patched from ``base``: a change the logs cannot see (another process, ``graph_changed``) makes the
+        # snapshot a whole read, and the records are then read whole too.
+        log = getattr(getattr(rag, "_snapshots", None), "chunk_changes", None)
+        records_read_at = log.position if log is not None else None  # a write ending during the read: read next time
+        written = None
+        if moves is not None and base_view is not None and base_view.records_read_at is not None and log is not None:
+            written = log.since(base_view.records_read_at)
+            log.forget_through(base_view.records_read_at)  # later views carry from this one or read whole
+        ids, data, vectors = await _passages(rag, snapshot, base_view, written)
         structure = build_passage_graph(snapshot, synonyms, passage_incidence(snapshot, len(ids)))
         adj = structure.adjacency(np.ones(snapshot.num_edges))
         num_chunks = np.asarray(snapshot.entity_chunks.sum(axis=1)).ravel() if names else np.zeros(0)
@@ -258,6 +289,7 @@ async def hipporag_graph(rag, snapshot: GraphSnapshot, base: GraphSnapshot | Non
                           entity_num_chunks=num_chunks, adj=adj, structure=structure,
                           transition=transition_matrix(adj, symmetric=True),
                           n_synonym_edges=len(state.synonyms.pairs), synonyms=synonyms,
-                          synonym_token=state.synonyms.token, build_seconds=timings)
+                          synonym_token=state.synonyms.token, records_read_at=records_read_at,
+                          build_seconds=timings)
         snapshot.derived["hipporag_graph"] = view
         return view
