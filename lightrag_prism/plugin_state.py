@@ -104,11 +104,14 @@ class VectorCache:
         self.store = store
         self._deferring = 0
         self._unflushed = False
+        self._behind: set[asyncio.Task] = set()  # flushes left to run after their block (see one_flush)
 
     @asynccontextmanager
-    async def one_flush(self) -> AsyncIterator[None]:
+    async def one_flush(self, behind: bool = False) -> AsyncIterator[None]:
         """Updates inside the block share one flush at its end: a JSON store rewrites its whole file per flush, and
-        an insert syncs two indexes (names and facts) into the same store."""
+        an insert syncs two indexes (names and facts) into the same store. ``behind``: the block does not wait for
+        that flush (a query's views: the vectors are in memory, the store is a cache, and the flush cost the first
+        query after a change about 9 ms); :meth:`settle` waits for such flushes."""
         self._deferring += 1
         try:
             yield
@@ -116,7 +119,24 @@ class VectorCache:
             self._deferring -= 1
             if not self._deferring and self._unflushed:
                 self._unflushed = False
-                await self.store.index_done_callback()
+                if behind:
+                    task = asyncio.ensure_future(self._flush_logged())
+                    self._behind.add(task)
+                    task.add_done_callback(self._behind.discard)
+                else:
+                    await self.store.index_done_callback()
+
+    async def _flush_logged(self) -> None:
+        try:
+            await self.store.index_done_callback()
+        except Exception as exc:  # noqa: BLE001 - a cache: the vectors stay in memory, the next flush writes them
+            logger.warning("the plugin's vector cache could not be flushed: %s", exc)
+            self._unflushed = True
+
+    async def settle(self) -> None:
+        """Wait for the flushes :meth:`one_flush` left running."""
+        while self._behind:
+            await asyncio.gather(*list(self._behind), return_exceptions=True)
 
     async def get(self, index: str, ids: list[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}
@@ -178,6 +198,7 @@ class PluginState:
     async def finalize(self) -> None:
         async with self._lock:
             if self.ready:
+                await self._vectors.settle()
                 for store in self._stores():
                     await store.finalize()
                 self.ready = False

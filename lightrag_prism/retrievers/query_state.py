@@ -75,7 +75,8 @@ async def prepare_views(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None
         if snapshot.derived.get(VIEWS_READY):
             return
         store = hippo_state(rag).fact_index.store
-        async with store.one_flush() if store is not None else contextlib.nullcontext():  # names and facts
+        # Names and facts in one flush of the vector cache, which the query does not wait for.
+        async with store.one_flush(behind=True) if store is not None else contextlib.nullcontext():
             # FastRP and the other structural caches need only the graph: computed in a thread meanwhile.
             await asyncio.gather(passages_then_chunks(rag, snapshot, base), fact_view(rag, snapshot, base),
                                  entity_matrix(rag, snapshot, base), relation_matrix(rag, snapshot, base),

@@ -5,6 +5,7 @@ moved into the storages on first start."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from pathlib import Path
@@ -184,3 +185,46 @@ async def test_index_updates_inside_one_flush_share_a_single_flush():
     async with cache.one_flush():
         pass
     assert store.flushes == 2  # nothing written: no flush
+
+
+async def test_a_flush_left_behind_runs_after_the_block_and_settle_waits_for_it(caplog):
+    from lightrag_prism.plugin_state import VectorCache
+
+    class Store:
+        def __init__(self):
+            self.rows, self.flushes, self.fail = {}, 0, False
+            self.release = asyncio.Event()
+
+        async def upsert(self, data):
+            self.rows.update(data)
+
+        async def delete(self, ids):
+            for key in ids:
+                self.rows.pop(key, None)
+
+        async def index_done_callback(self):
+            await self.release.wait()
+            if self.fail:
+                raise OSError("disk full")
+            self.flushes += 1
+
+    store = Store()
+    cache = VectorCache(store)
+    vec = np.ones(4, np.float32)
+    async with cache.one_flush(behind=True):
+        await cache.update("names", {"a": vec})
+    assert store.flushes == 0 and store.rows  # the block returned before its flush; the rows are written
+    store.release.set()
+    await cache.settle()
+    assert store.flushes == 1
+    store.release.clear()
+    store.fail = True
+    async with cache.one_flush(behind=True):
+        await cache.update("names", {"b": vec})
+    store.release.set()
+    await cache.settle()  # a failed flush is logged, not raised, and the next block flushes again
+    assert "could not be flushed: disk full" in caplog.text and store.flushes == 1
+    store.fail = False
+    async with cache.one_flush():
+        pass
+    assert store.flushes == 2
