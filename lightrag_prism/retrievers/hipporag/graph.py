@@ -8,14 +8,17 @@ Nodes are ``[entities (snapshot order); passages]``. Edges (one symmetric CSR, c
   with the blocked top-k kernel :func:`lightrag_prism.graph.knn.topk_cosine` (never an N x N matrix), weight =
   cosine, stored once per canonical ``(min, max)`` name pair. They are kept per instance in :class:`SynonymState`
   and updated incrementally: on a new snapshot only entities not seen before query the kNN (against all entities);
-  pairs of removed entities are dropped. Names are Unicode-preserving (HippoRAG's ``[^A-Za-z0-9 ]`` stripping
-  is not applied), so ``"Thomas C. Südhof"`` or ``"東京"`` work.
+  pairs of removed entities are dropped; when that is all that changed, the previous view's synonym edges are
+  renumbered by the patch's node moves. Names are Unicode-preserving (HippoRAG's ``[^A-Za-z0-9 ]`` stripping is not
+  applied), so ``"Thomas C. Südhof"`` or ``"東京"`` work.
 
 **All passages, backend-neutral.** ``BaseKVStorage`` has no key listing in LightRAG 1.5.7, so passage ids are the
 union of (a) ``chunks_list`` of every PROCESSED document in ``rag.doc_status`` (``get_docs_by_statuses``, abstract on
 every doc-status backend) and (b) the chunks the graph references (``snapshot.chunk_ids``, which covers
 ``ainsert_custom_kg`` chunks that have no doc status). Their records come from ``rag.text_chunks.get_by_ids``
 (ids it lacks are dropped) and their vectors from ``rag.chunks_vdb.get_vectors_by_ids`` (re-embedded if missing).
+After a small change only the records ``text_chunks`` wrote since the previous view are read again (its write log,
+``graph_changes.KeyChanges``); the rest, with their vectors, are the previous view's.
 """
 
 from __future__ import annotations
