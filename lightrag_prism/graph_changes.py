@@ -88,13 +88,30 @@ class Changes:
         return len(self.nodes) + len(self.edges)
 
 
-class GraphChanges:
-    """The log: each name with the position of its last write; ``whole_at`` the position of the last change it
-    cannot name. Positions only grow. Single event loop: no locking needed."""
+class _PositionLog:
+    """What both logs share: ``position`` grows with every write noted; ``whole_at`` is the position of the last
+    change the log cannot name. Single event loop: no locking needed."""
 
     def __init__(self) -> None:
         self.position = 0
         self.whole_at = 0
+
+    def need_whole(self) -> None:
+        self.position += 1
+        self.whole_at = self.position
+
+    def _bound(self) -> None:
+        """Past ``LOG_LIMIT`` entries (a writer that never reads), forget everything: the next read is whole."""
+        if len(self) > LOG_LIMIT:
+            self.need_whole()
+            self.forget_through(self.position)
+
+
+class GraphChanges(_PositionLog):
+    """The log: each name with the position of its last write."""
+
+    def __init__(self) -> None:
+        super().__init__()
         self._nodes: dict[str, int] = {}
         self._edges: dict[Edge, int] = {}
         self._removed: dict[str, int] = {}
@@ -108,13 +125,7 @@ class GraphChanges:
             self._nodes[str(name)] = self._removed[str(name)] = at
         for source, target in written.edges:
             self._edges[edge_key(source, target)] = at
-        if len(self) > LOG_LIMIT:
-            self.need_whole()
-            self.forget_through(self.position)
-
-    def need_whole(self) -> None:
-        self.position += 1
-        self.whole_at = self.position
+        self._bound()
 
     def since(self, position: int) -> Changes | None:
         """What was noted after ``position``; None when a change it cannot name came after it."""
@@ -164,26 +175,19 @@ def watch_writes(storage, changes: GraphChanges, methods: Iterable[str] | None =
 
 
 # --- the same for a key-value storage's records (the passages' text_chunks) ------------------------------------------
-class KeyChanges:
+class KeyChanges(_PositionLog):
     """Ids written (``upsert``) or deleted in one KV storage, each with the position of its last write, as noted by
     :func:`watch_keys`; ``drop`` or a call it cannot parse asks for a whole read. Views that read every record (the
     hipporag passages) read again only the ids noted since their last read (``hipporag/graph.py``)."""
 
     def __init__(self) -> None:
-        self.position = 0
-        self.whole_at = 0
+        super().__init__()
         self._ids: dict[str, int] = {}
 
     def note(self, ids: Iterable) -> None:
         self.position += 1
         self._ids.update((str(key), self.position) for key in ids)
-        if len(self._ids) > LOG_LIMIT:
-            self.need_whole()
-            self.forget_through(self.position)
-
-    def need_whole(self) -> None:
-        self.position += 1
-        self.whole_at = self.position
+        self._bound()
 
     def since(self, position: int) -> frozenset | None:
         """The ids written after ``position``; None when a change it cannot name came after it."""

@@ -11,7 +11,7 @@ import pytest
 from lightrag.kg import networkx_impl
 
 from lightrag_prism import PrismRAG
-from lightrag_prism.graph_changes import GraphChanges, Written, watch_writes
+from lightrag_prism.graph_changes import GraphChanges, KeyChanges, Written, watch_keys, watch_writes
 from lightrag_prism.retrievers.passage_rank import name_keys
 from lightrag_prism.retrievers.prism import expand as prism_expand
 from lightrag_prism.snapshot import GraphSnapshot, SnapshotCache, build_snapshot, node_moves, rows_from
@@ -149,6 +149,41 @@ async def test_a_log_past_its_limit_is_dropped_for_a_whole_read(monkeypatch):
     assert changes.since(0).nodes == {"a", "b"}
     changes.note(Written(nodes=("c", "d", "e")))
     assert changes.since(0) is None and len(changes) == 0  # memory bounded; the next build reads everything
+
+
+async def test_the_record_log_notes_upserts_and_deletes_and_asks_for_a_whole_read_otherwise(monkeypatch):
+    from lightrag_prism import graph_changes
+
+    class Store:
+        async def upsert(self, data):
+            if data and "bad" in data:
+                raise RuntimeError("write failed midway")
+
+        async def delete(self, ids):
+            return None
+
+        async def drop(self):
+            return None
+
+    changes, store = KeyChanges(), Store()
+    watch_keys(store, changes)
+    watch_keys(store, changes)  # once only
+    await store.upsert({"c1": {}, "c2": {}})
+    at = changes.position
+    await store.delete(["c2", "c3"])
+    assert changes.since(0) == {"c1", "c2", "c3"} and changes.since(at) == {"c2", "c3"}
+    with pytest.raises(RuntimeError):
+        await store.upsert({"bad": {}})
+    assert "bad" in changes.since(at)  # noted even though it failed
+    changes.forget_through(at)
+    assert len(changes) == 3 and changes.since(at) == {"c2", "c3", "bad"}
+    await store.upsert(None)  # arguments it cannot name
+    assert changes.since(at) is None and changes.since(changes.position) == frozenset()
+    await store.drop()
+    assert changes.since(changes.position - 1) is None
+    monkeypatch.setattr(graph_changes, "LOG_LIMIT", 4)
+    await store.upsert({f"x{i}": {} for i in range(5)})
+    assert len(changes) == 0 and changes.since(changes.position - 1) is None  # bounded: the next read is whole
 
 
 async def test_a_change_made_by_another_instance_is_read_whole(tmp_path):

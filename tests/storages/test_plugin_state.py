@@ -154,24 +154,32 @@ async def test_dropping_the_graph_clears_derived_state_and_keeps_entity_types(se
         await rag.finalize_storages()
 
 
+class FlushCountingStore:
+    """A KV store's write methods and flush, counting flushes; a flush waits for ``release`` and fails with ``fail``."""
+
+    def __init__(self):
+        self.rows, self.flushes, self.fail = {}, 0, False
+        self.release = asyncio.Event()
+        self.release.set()
+
+    async def upsert(self, data):
+        self.rows.update(data)
+
+    async def delete(self, ids):
+        for key in ids:
+            self.rows.pop(key, None)
+
+    async def index_done_callback(self):
+        await self.release.wait()
+        if self.fail:
+            raise OSError("disk full")
+        self.flushes += 1
+
+
 async def test_index_updates_inside_one_flush_share_a_single_flush():
     from lightrag_prism.plugin_state import VectorCache
 
-    class Store:
-        def __init__(self):
-            self.rows, self.flushes = {}, 0
-
-        async def upsert(self, data):
-            self.rows.update(data)
-
-        async def delete(self, ids):
-            for key in ids:
-                self.rows.pop(key, None)
-
-        async def index_done_callback(self):
-            self.flushes += 1
-
-    store = Store()
+    store = FlushCountingStore()
     cache = VectorCache(store)
     vec = np.ones(4, np.float32)
     await cache.update("names", {"a": vec})
@@ -190,25 +198,8 @@ async def test_index_updates_inside_one_flush_share_a_single_flush():
 async def test_a_flush_left_behind_runs_after_the_block_and_settle_waits_for_it(caplog):
     from lightrag_prism.plugin_state import VectorCache
 
-    class Store:
-        def __init__(self):
-            self.rows, self.flushes, self.fail = {}, 0, False
-            self.release = asyncio.Event()
-
-        async def upsert(self, data):
-            self.rows.update(data)
-
-        async def delete(self, ids):
-            for key in ids:
-                self.rows.pop(key, None)
-
-        async def index_done_callback(self):
-            await self.release.wait()
-            if self.fail:
-                raise OSError("disk full")
-            self.flushes += 1
-
-    store = Store()
+    store = FlushCountingStore()
+    store.release.clear()  # flushes wait until released
     cache = VectorCache(store)
     vec = np.ones(4, np.float32)
     async with cache.one_flush(behind=True):
