@@ -405,8 +405,9 @@ class SnapshotCache:
         self.changes = GraphChanges()
         watch_writes(graph_storage, self.changes)
         # The passages' records written (hipporag/graph.py reads only those again); None: not watched, read whole.
-        self.chunk_changes = KeyChanges() if chunk_storage is not None else None
+        self.chunk_changes: KeyChanges | None = None
         if chunk_storage is not None:
+            self.chunk_changes = KeyChanges()
             watch_keys(chunk_storage, self.chunk_changes)
         self.builds = 0
         self.patches = 0  # builds that read only what changed

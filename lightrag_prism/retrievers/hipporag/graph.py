@@ -38,7 +38,7 @@ from ...graph.ppr import Transition, transition_matrix
 from ...patches import file_reads, pg_reads
 from ...plugin_state import find_plugin_state
 from ...snapshot import GraphSnapshot, node_moves
-from ...vectors import chunk_records, matched_rows, vectors_carrying
+from ...vectors import chunk_records, vectors_carrying
 from .index import EmbeddingIndex
 from ..passage_rank import PassageGraph, build_passage_graph, dense_head_rows
 
@@ -187,7 +187,7 @@ async def all_passage_ids(rag, snapshot: GraphSnapshot) -> list[str]:
 PASSAGE_FIELDS = ("content", "file_path")
 
 
-def _passage(record: dict | None) -> dict:
+def _passage_data(record: dict | None) -> dict:
     record = record or {}
     return {"content": record.get("content", ""), "file_path": record.get("file_path", "unknown_source"),
             "valid": bool(record)}
@@ -200,24 +200,25 @@ async def _passages(rag, snapshot: GraphSnapshot, base: "HippoGraph | None", wri
     records was a query of 30-80 ms on PostgreSQL and 14 ms on the JSON store. Vectors of passages whose id and
     text ``base`` had are carried over."""
     ids = await all_passage_ids(rag, snapshot)
-    kept = np.full(len(ids), -1, dtype=np.int64)  # the base row whose record is still this passage's
-    if base is not None and written is not None:
-        at = dict(zip(base.passage_ids, range(len(base.passage_ids))))
-        kept = np.fromiter((-1 if pid in written else at.get(pid, -1) for pid in ids), dtype=np.int64,
-                           count=len(ids))
+    at = dict(zip(base.passage_ids, range(len(base.passage_ids)))) if base is not None else {}
+    # The base row whose record is still this passage's (-1: read it; all of them without ``written``).
+    kept = np.fromiter((-1 if written is None or pid in written else at.get(pid, -1) for pid in ids),
+                       dtype=np.int64, count=len(ids))
+    if base is not None:
         live = kept >= 0
         kept[live] = np.where(base.passage_valid[kept[live]], kept[live], -1)  # a record base lacked: read again
     read = np.flatnonzero(kept < 0).tolist()
     records = await chunk_records(rag, [ids[k] for k in read], PASSAGE_FIELDS)
     data = [base.passage_data[j] if j >= 0 else None for j in kept.tolist()] if base is not None else [None] * len(ids)
     for k, record in zip(read, records):
-        data[k] = _passage(record)
+        data[k] = _passage_data(record)
     texts = [d["content"] for d in data]
-    sources, base_rows = kept, None
-    if base is not None:
-        base_rows = base.passage_vectors
-        base_texts = [d["content"] if d["valid"] else None for d in base.passage_data]
-        sources[read] = matched_rows([ids[k] for k in read], [texts[k] for k in read], base.passage_ids, base_texts)
+    sources = kept
+    for k in read:  # a record read again with the text base had keeps its vector
+        j = at.get(ids[k])
+        if j is not None and base.passage_valid[j] and base.passage_data[j]["content"] == texts[k]:
+            sources[k] = j
+    base_rows = base.passage_vectors if base is not None else None
     vectors = await vectors_carrying(rag, rag.chunks_vdb, sources, base_rows, lambda i: (ids[i], texts[i]))
     return ids, data, vectors
 
