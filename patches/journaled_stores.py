@@ -17,9 +17,10 @@ journal stale). Private coupling, each replaced once at import:
 
 So that a flush looks only at what changed, the vector rows and the graph are tracked (``journal.touch``):
 ``NanoVectorDB.upsert``/``delete`` (every change LightRAG makes to a vector store's rows goes through them) and
-``NetworkXStorage``'s upserts and removals (its public write API; a node's removal touches its edges too), and
-``JsonDocStatusStorage``'s upserts, field updates and deletes (a source-conflict repair or a drop, whose ids the
-arguments do not name, makes the next flush compare everything).
+``NetworkXStorage``'s upserts and removals (its public write API; a node's removal touches its edges too),
+``JsonKVStorage``'s upserts and deletes (the only writes of its dict after the load; a drop makes the next flush
+compare everything), and ``JsonDocStatusStorage``'s upserts, field updates and deletes (a source-conflict repair or
+a drop, whose ids the arguments do not name, makes the next flush compare everything).
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ _SYMBOLS = [
     ("lightrag.kg.networkx_impl", "NetworkXStorage.write_nx_graph", 3),
     ("lightrag.kg.json_kv_impl", "load_json", 1),
     ("lightrag.kg.json_kv_impl", "write_json", 2),
+    ("lightrag.kg.json_kv_impl", "JsonKVStorage.upsert", 2),
+    ("lightrag.kg.json_kv_impl", "JsonKVStorage.delete", 2),
+    ("lightrag.kg.json_kv_impl", "JsonKVStorage.drop", 1),
     ("lightrag.kg.json_doc_status_impl", "load_json", 1),
     ("lightrag.kg.json_doc_status_impl", "write_json", 2),
     ("lightrag.kg.json_doc_status_impl", "JsonDocStatusStorage.upsert", 2),
@@ -288,6 +292,40 @@ _DOC_STATUS_WRITES = {  # method -> the document ids it changes, from its argume
 }
 
 
+def _named(ids) -> list | None:
+    """The keys a write names, or None when they cannot be read without consuming the argument."""
+    return list(ids) if isinstance(ids, (list, tuple, set, frozenset, dict)) else None
+
+
+def _kv_keys(named_ids):
+    """A wrapper of a ``JsonKVStorage`` write method that notes the keys it names (``named_ids(*args)``) once it
+    returned or failed; a write whose keys are unknown (None) makes the flushes during and after it compare
+    everything (``drop`` flushes before it returns)."""
+    def wrap(original):
+        async def write(self, *args, **kwargs):
+            ids = None if named_ids is None else named_ids(*args, **kwargs)
+            if ids is None:
+                journal.untrack(self._file_name)
+            try:
+                return await original(self, *args, **kwargs)
+            finally:
+                if ids is None:
+                    journal.untrack(self._file_name)
+                else:
+                    journal.touch(self._file_name, ids)
+
+        return _marked(write)
+
+    return wrap
+
+
+_KV_WRITES = {  # method -> the keys it changes, from its arguments (None: not named by them)
+    "upsert": lambda data: _named(data),
+    "delete": lambda ids: _named(ids),
+    "drop": None,
+}
+
+
 def _kv_write(kind):
     def wrap(original):
         def write_json(json_obj, file_name):
@@ -329,8 +367,10 @@ def install() -> None:
     _replace(networkx_impl.NetworkXStorage, "write_nx_graph", _graph_write, static=True)
     for name, touched_keys in _GRAPH_WRITES.items():
         _replace(networkx_impl.NetworkXStorage, name, _touching(touched_keys))
-    _replace(json_kv_impl, "load_json", _replaying_loader(journal.KVKind))
-    _replace(json_kv_impl, "write_json", _kv_write(journal.KVKind))
+    _replace(json_kv_impl, "load_json", _replaying_loader(journal.TrackedKVKind))
+    _replace(json_kv_impl, "write_json", _kv_write(journal.TrackedKVKind))
+    for name, named_ids in _KV_WRITES.items():
+        _replace(json_kv_impl.JsonKVStorage, name, _kv_keys(named_ids))
     _replace(json_doc_status_impl, "load_json", _replaying_loader(journal.DocStatusKind))
     _replace(json_doc_status_impl, "write_json", _kv_write(journal.DocStatusKind))
     for name, named_ids in _DOC_STATUS_WRITES.items():
@@ -369,12 +409,12 @@ def _json_stores(rag) -> list[tuple[object, type]]:
     from lightrag.kg.json_doc_status_impl import JsonDocStatusStorage
     from lightrag.kg.json_kv_impl import JsonKVStorage
 
-    stores = [(storage, journal.DocStatusKind if isinstance(storage, JsonDocStatusStorage) else journal.KVKind)
+    stores = [(storage, journal.DocStatusKind if isinstance(storage, JsonDocStatusStorage) else journal.TrackedKVKind)
               for storage in vars(rag).values() if isinstance(storage, (JsonKVStorage, JsonDocStatusStorage))]
     plugin = getattr(rag, "_prism_state", None)
     vectors = getattr(plugin, "vectors_store", None)
     if isinstance(vectors, JsonKVStorage) and vectors is not getattr(plugin, "documents_store", None):
-        stores.append((vectors, journal.KVKind))
+        stores.append((vectors, journal.TrackedKVKind))
     return stores
 
 

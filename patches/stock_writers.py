@@ -11,7 +11,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from .doc_status_index import _REPLACED
-from .journaled_stores import _DOC_STATUS_WRITES, _GRAPH_WRITES
+from .journaled_stores import _DOC_STATUS_WRITES, _GRAPH_WRITES, _KV_WRITES
 
 
 def _original(function):
@@ -38,6 +38,7 @@ def stock_storage_writers():
     doc_status = json_doc_status_impl.JsonDocStatusStorage
     patched += [(graph_storage, name, getattr(graph_storage, name)) for name in _GRAPH_WRITES]
     patched += [(doc_status, name, getattr(doc_status, name)) for name in (*_DOC_STATUS_WRITES, *_REPLACED)]
+    patched += [(json_kv_impl.JsonKVStorage, name, getattr(json_kv_impl.JsonKVStorage, name)) for name in _KV_WRITES]
     for owner, name, current in patched:
         original = _original(getattr(current, "__func__", current))
         setattr(owner, name, staticmethod(original) if isinstance(current, staticmethod) else original)

@@ -282,6 +282,95 @@ def test_the_doc_status_store_journals_every_write_and_persists_each_upsert_befo
     asyncio.run(run())
 
 
+def kv_storage(tmp_path, namespace: str, workspace: str):
+    from lightrag.kg.shared_storage import initialize_share_data
+
+    initialize_share_data()
+    return json_kv_impl.JsonKVStorage(namespace=namespace, workspace=workspace,
+                                      global_config={"working_dir": str(tmp_path)}, embedding_func=None)
+
+
+def read_kv_aside(path: str) -> dict:
+    """The file and its journal as the next process reads them, without noting that content in this process's
+    state as LightRAG's patched loader does (a load starts untracked: the next flush would compare everything)."""
+    from lightrag.utils import load_json
+
+    data = load_json(path) or {}
+    for record in journal.read_journal(path):
+        journal.KVKind.apply(data, record)
+    return data
+
+
+def test_a_kv_store_journals_exactly_the_keys_its_writes_named(registered, tmp_path):
+    """Through ``JsonKVStorage``'s own writes (tracked by the keys they name): after every flush the file read back
+    equals the live dict, a value changed in place and upserted again included (a pass comparing identities would
+    miss it), each appended record names only the keys written since the flush before, and a drop empties the file.
+    The first flush after the load compares everything (a write the hooks cannot see may come first)."""
+    rng = random.Random(6)
+
+    async def run():
+        storage = kv_storage(tmp_path, "entity_chunks", "kv")
+        state = registered("kv/kv_store_entity_chunks.json")
+        await storage.initialize()
+        await storage.upsert({f"e{i}": {"chunk_ids": [f"c{i}"]} for i in range(40)})
+        await storage.index_done_callback()
+        assert state.touched == set() and state.rewrites == 1
+        mine = {key: dict(value) for key, value in storage._data.items()}
+        for step in range(60):
+            written = set()
+            for _ in range(rng.randint(1, 4)):
+                key = f"e{rng.randint(0, 50)}"
+                written.add(key)
+                roll = rng.random()
+                if roll < 0.25:
+                    await storage.delete([key])
+                elif roll < 0.5 and key in storage._data:
+                    row = storage._data[key]
+                    row["chunk_ids"].append(f"s{step}")  # the stored object itself, upserted again
+                    await storage.upsert({key: row})
+                else:
+                    await storage.upsert({key: {"chunk_ids": [f"s{step}"]}})
+            appends = state.appends
+            await storage.index_done_callback()
+            assert read_kv_aside(state.file_name) == dict(storage._data)
+            if state.appends > appends:
+                record = journal.read_journal(state.file_name)[-1]
+                assert set(record.get("u", {})) | set(record.get("d", ())) <= written
+        assert state.appends > 20
+        assert json_kv_impl.load_json(state.file_name) == dict(storage._data)  # LightRAG's loader, as patched
+        assert state.touched is None  # a load is not tracked: the next flush compares everything
+        await storage.upsert({"late": {"chunk_ids": ["c"]}})
+        await storage.index_done_callback()
+        assert state.touched == set() and read_kv_aside(state.file_name) == dict(storage._data)
+        await storage.drop()
+        assert read_kv_aside(state.file_name) == {} and json_kv_impl.load_json(state.file_name) == {}
+
+    asyncio.run(run())
+
+
+def test_legacy_cache_migration_after_a_load_reaches_the_file(registered, tmp_path):
+    """LightRAG migrates an old nested LLM cache right after loading it and writes the file itself, through no
+    write the hooks see: the first flush after a load compares everything, so the migrated keys are written."""
+    from lightrag.kg.shared_storage import initialize_share_data
+
+    initialize_share_data()
+    state = registered("old/kv_store_llm_response_cache.json")
+    os.makedirs(os.path.dirname(state.file_name))
+    legacy = {"default": {f"h{i}": {"return": f"answer {i}", "cache_type": "extract"} for i in range(3)}}
+    write_kv(legacy, state.file_name)
+
+    async def run():
+        storage = kv_storage(tmp_path, "llm_response_cache", "old")
+        await storage.initialize()
+        migrated = dict(storage._data)
+        assert len(migrated) == 3 and "default" not in migrated
+        await storage.upsert({"default:extract:new": {"return": "fresh"}})
+        await storage.index_done_callback()
+        assert json_kv_impl.load_json(state.file_name) == dict(storage._data)
+
+    asyncio.run(run())
+
+
 def flush_kv(state: journal.FileState, *versions: dict) -> None:
     """Flush each version of a KV store in turn (the first rewrites the file, the later ones append)."""
     for data in versions:
@@ -415,9 +504,11 @@ def test_a_second_instance_in_the_process_appends_to_the_stores_it_shares(tmp_pa
 def test_a_value_json_cannot_hold_makes_the_flush_a_whole_sanitising_rewrite(registered):
     state = registered("kv.json")
     assert json_kv_impl.write_json({"a": {"v": "x"}}, state.file_name) is False  # first flush: whole
+    journal.touch(state.file_name, ["b"])  # as JsonKVStorage.upsert notes it
     assert json_kv_impl.write_json({"a": {"v": "x"}, "b": {"v": "y"}}, state.file_name) is False  # appended
     assert state.appends == 1
     # LightRAG's writer drops the lone surrogate and asks the caller to reload (True), as without journals
+    journal.touch(state.file_name, ["b"])
     assert json_kv_impl.write_json({"a": {"v": "x"}, "b": {"v": "bad\ud800"}}, state.file_name) is True
     assert json_kv_impl.load_json(state.file_name) == {"a": {"v": "x"}, "b": {"v": "bad"}}
     assert not os.path.exists(journal.journal_path(state.file_name))
@@ -427,10 +518,11 @@ def test_the_stock_baseline_runs_without_any_journal_hook_and_gets_them_back():
     """``stock_storage_writers`` (the insert benchmark's stock side) undoes every replacement of journaled_stores and
     doc_status_index."""
     from lightrag.kg.json_doc_status_impl import JsonDocStatusStorage
+    from lightrag.kg.json_kv_impl import JsonKVStorage
     from lightrag.kg.networkx_impl import NetworkXStorage
 
     from lightrag_prism.patches.doc_status_index import _REPLACED
-    from lightrag_prism.patches.journaled_stores import _DOC_STATUS_WRITES, _GRAPH_WRITES
+    from lightrag_prism.patches.journaled_stores import _DOC_STATUS_WRITES, _GRAPH_WRITES, _KV_WRITES
     from lightrag_prism.patches.stock_writers import stock_storage_writers
 
     def ours(function) -> bool:
@@ -438,6 +530,7 @@ def test_the_stock_baseline_runs_without_any_journal_hook_and_gets_them_back():
 
     replaced = [(NetworkXStorage, name) for name in _GRAPH_WRITES] + [
         (JsonDocStatusStorage, name) for name in (*_DOC_STATUS_WRITES, *_REPLACED)] + [
+        (JsonKVStorage, name) for name in _KV_WRITES] + [
         (json_kv_impl, "write_json"), (json_kv_impl, "load_json"), (nano_vector_db_impl, "NanoVectorDB"),
         (json_doc_status_impl, "load_json")]
     assert all(ours(getattr(owner, name)) for owner, name in replaced)
