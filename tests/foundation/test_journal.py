@@ -315,7 +315,6 @@ def test_a_kv_store_journals_exactly_the_keys_its_writes_named(registered, tmp_p
         await storage.upsert({f"e{i}": {"chunk_ids": [f"c{i}"]} for i in range(40)})
         await storage.index_done_callback()
         assert state.touched == set() and state.rewrites == 1
-        mine = {key: dict(value) for key, value in storage._data.items()}
         for step in range(60):
             written = set()
             for _ in range(rng.randint(1, 4)):
@@ -351,9 +350,6 @@ def test_a_kv_store_journals_exactly_the_keys_its_writes_named(registered, tmp_p
 def test_legacy_cache_migration_after_a_load_reaches_the_file(registered, tmp_path):
     """LightRAG migrates an old nested LLM cache right after loading it and writes the file itself, through no
     write the hooks see: the first flush after a load compares everything, so the migrated keys are written."""
-    from lightrag.kg.shared_storage import initialize_share_data
-
-    initialize_share_data()
     state = registered("old/kv_store_llm_response_cache.json")
     os.makedirs(os.path.dirname(state.file_name))
     legacy = {"default": {f"h{i}": {"return": f"answer {i}", "cache_type": "extract"} for i in range(3)}}
