@@ -25,6 +25,7 @@ a drop, whose ids the arguments do not name, makes the next flush compare everyt
 
 from __future__ import annotations
 
+import contextlib
 from functools import partial
 
 import numpy as np
@@ -260,15 +261,23 @@ _GRAPH_WRITES = {  # method -> what it changes, from its arguments
 }
 
 
-def _doc_status_keys(named_ids):
-    """A wrapper of a ``JsonDocStatusStorage`` write method that notes the document ids it names
-    (``named_ids(*args)``), for the journal and for the lookup index (``doc_status_index.py``). Upserts and field
-    updates flush before they return, so the ids are pinned around the call (``journal.pinned``); a write whose ids
-    the arguments do not name (``named_ids`` None) makes the flushes during and after it compare everything."""
+def _named(ids) -> list | None:
+    """The keys a write names, or None when they cannot be read without consuming the argument."""
+    return list(ids) if isinstance(ids, (list, tuple, set, frozenset, dict)) else None
+
+
+def _noting_keys(named_ids, lookup_index: bool = False):
+    """A wrapper of a JSON store's write method that notes the keys it names (``named_ids(*args)``) for the journal,
+    and with ``lookup_index`` for the doc-status lookup index (``doc_status_index.py``), which reads those rows again.
+
+    The keys are pinned around the call (``journal.pinned``): doc-status upserts and field updates flush before they
+    return, and every flush during the write must look at them too. A write whose keys the arguments do not name
+    (``named_ids`` None, or an argument ``_named`` declines) makes the flushes during and after it compare
+    everything."""
     def wrap(original):
         async def write(self, *args, **kwargs):
             ids = None if named_ids is None else named_ids(*args, **kwargs)
-            with doc_status_index.note_write(self, ids):  # the lookup index reads these rows again
+            with doc_status_index.note_write(self, ids) if lookup_index else contextlib.nullcontext():
                 if ids is None:
                     journal.untrack(self._file_name)
                     try:
@@ -283,43 +292,15 @@ def _doc_status_keys(named_ids):
     return wrap
 
 
-_DOC_STATUS_WRITES = {  # method -> the document ids it changes, from its arguments (None: not named by them)
-    "upsert": lambda data: list(data),
+# method -> the keys it changes, from its arguments (None: not named by them)
+_DOC_STATUS_WRITES = {
+    "upsert": lambda data: _named(data),
     "update_doc_status_fields": lambda doc_id, fields, missing_ok=False: [doc_id],
-    "delete": lambda doc_ids: list(doc_ids),
+    "delete": lambda doc_ids: _named(doc_ids),
     "repair_source_conflict": None,
     "drop": None,
 }
-
-
-def _named(ids) -> list | None:
-    """The keys a write names, or None when they cannot be read without consuming the argument."""
-    return list(ids) if isinstance(ids, (list, tuple, set, frozenset, dict)) else None
-
-
-def _kv_keys(named_ids):
-    """A wrapper of a ``JsonKVStorage`` write method that notes the keys it names (``named_ids(*args)``) once it
-    returned or failed; a write whose keys are unknown (None) makes the flushes during and after it compare
-    everything (``drop`` flushes before it returns)."""
-    def wrap(original):
-        async def write(self, *args, **kwargs):
-            ids = None if named_ids is None else named_ids(*args, **kwargs)
-            if ids is None:
-                journal.untrack(self._file_name)
-            try:
-                return await original(self, *args, **kwargs)
-            finally:
-                if ids is None:
-                    journal.untrack(self._file_name)
-                else:
-                    journal.touch(self._file_name, ids)
-
-        return _marked(write)
-
-    return wrap
-
-
-_KV_WRITES = {  # method -> the keys it changes, from its arguments (None: not named by them)
+_KV_WRITES = {
     "upsert": lambda data: _named(data),
     "delete": lambda ids: _named(ids),
     "drop": None,
@@ -370,11 +351,11 @@ def install() -> None:
     _replace(json_kv_impl, "load_json", _replaying_loader(journal.TrackedKVKind))
     _replace(json_kv_impl, "write_json", _kv_write(journal.TrackedKVKind))
     for name, named_ids in _KV_WRITES.items():
-        _replace(json_kv_impl.JsonKVStorage, name, _kv_keys(named_ids))
+        _replace(json_kv_impl.JsonKVStorage, name, _noting_keys(named_ids))
     _replace(json_doc_status_impl, "load_json", _replaying_loader(journal.DocStatusKind))
     _replace(json_doc_status_impl, "write_json", _kv_write(journal.DocStatusKind))
     for name, named_ids in _DOC_STATUS_WRITES.items():
-        _replace(json_doc_status_impl.JsonDocStatusStorage, name, _doc_status_keys(named_ids))
+        _replace(json_doc_status_impl.JsonDocStatusStorage, name, _noting_keys(named_ids, lookup_index=True))
 
 
 def register_files(rag) -> list[journal.FileState]:
