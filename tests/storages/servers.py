@@ -91,7 +91,7 @@ def start_postgres(directory: Path):
     server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
     try:
         server.psql(PGVECTOR_PROBE)
-    except subprocess.CalledProcessError:
+    except subprocess.CalledProcessError:  # psql fails when the backend dies; an SQL error would only be printed
         server.cleanup()
         _PGVECTOR_PROBLEM.append(
             "pgvector crashed on 64-dimension vectors (a distance, an HNSW index build or search): it uses "
