@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 
 import pytest
 from lightrag import operate
@@ -71,3 +72,47 @@ def test_the_memo_is_bounded_and_installed_once():
     assert operate.normalize_entity_name.cache.cache_info().maxsize == normalize_memo.MEMO_SIZE
     wrap_once(operate, "sanitize_and_normalize_extracted_text", normalize_memo._memo_text)
     assert operate.sanitize_and_normalize_extracted_text is memo
+
+
+DELIMITER_PIECES = ["<|#|>", "<|#|>", "<", ">", "|", "#", "\\", ":", " ", "a", "Paris", "||", "<|", "|>", "\n"]
+
+
+def _random_record(rng: random.Random) -> str:
+    return "".join(rng.choice(DELIMITER_PIECES) for _ in range(rng.randint(0, 14)))
+
+
+def test_the_delimiter_repair_gives_lightrags_result_on_any_record():
+    fast = operate.fix_tuple_delimiter_corruption
+    original = fast.__wrapped__
+    rng = random.Random(7)
+    records = [_random_record(rng) for _ in range(20_000)] + _rows().split("\n")
+    for core, delimiter in (("#", "<|#|>"), ("SEP", "<|SEP|>"), ("#", "<|#|>x")):
+        for record in records:
+            record = record.replace("<|#|>", delimiter) if core != "#" else record
+            assert fast(record, core, delimiter) == original(record, core, delimiter), (record, core, delimiter)
+
+
+def test_the_delimiter_repair_skips_only_records_it_cannot_change():
+    calls = []
+    fix = normalize_memo._fast_delimiter_fix(lambda *args: calls.append(args) or args[0])
+    clean = "entity<|#|>Alan Turing<|#|>person<|#|>A mathematician (1912-1954), see #3: a, b."
+    assert fix(clean, "#", "<|#|>") == clean and calls == []
+    for corrupt in ("entity<|#|Alan", "entity<|#|>Alan<|#|>|person", "a||#||b", "x <|> y", "a|b"):
+        fix(corrupt, "#", "<|#|>")
+        assert calls[-1] == (corrupt, "#", "<|#|>")
+    fix(clean, "#", "<#>")  # not the delimiter the core names: LightRAG decides
+    assert len(calls) == 6
+
+
+def test_the_compiled_split_gives_lightrags_parts():
+    split = operate.split_string_by_multi_markers
+    original = split.__wrapped__
+    rng = random.Random(11)
+    marker_lists = [["\n", "<|COMPLETE|>", "<|complete|>"], ["<|#|>"], ["<|#|>entity<|#|>"], ["a", "|", "."], [""],
+                    [], ["<|#|>relationship<|#|>", "<|#|>relation<|#|>"]]
+    for _ in range(5_000):
+        content = "".join(rng.choice(DELIMITER_PIECES + ["entity", "relation", "\t", "."]) for _ in range(rng.randint(0, 12)))
+        for markers in marker_lists:
+            assert split(content, markers) == original(content, markers), (content, markers)
+    assert split(None, ["x"]) == original(None, ["x"]) == []
+    assert split(_rows(), ["\n"]) == original(_rows(), ["\n"])
