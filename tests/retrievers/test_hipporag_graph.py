@@ -247,6 +247,43 @@ async def test_embedding_index_sync_holds_exactly_the_wanted_ids_through_random_
 
 
 @pytest.mark.asyncio
+async def test_a_sync_carrying_the_previous_rows_equals_one_that_looks_each_id_up():
+    """Two indexes given the same random syncs, one told where each id was in its previous sync (some ids left to
+    look up, stale or repeated ids now and then): both hold the same ids on the same rows and return the same
+    vectors; the carried path runs unless the ids repeat or the previous rows are not the latest."""
+    import random
+
+    rng = random.Random(3)
+    embed = HashEmbedder()
+    looked, carried = EmbeddingIndex("a", None), EmbeddingIndex("b", None)
+    located = []
+    original = carried._locate_carried
+    carried._locate_carried = lambda *args: located.append(original(*args)) or located[-1]
+    universe = [f"id{i}" for i in range(60)]
+    latest, latest_ids, stale = None, [], None
+    for step in range(80):
+        if latest_ids and step % 6:
+            ids = [v for v in latest_ids if rng.random() > 0.15] + rng.sample(universe, rng.randint(0, 4))
+            ids = list(dict.fromkeys(ids))
+        else:
+            ids = rng.sample(universe, rng.randint(0, 40))
+        if step % 13 == 5:
+            ids += ids[:2]  # repeats
+        rng.shuffle(ids)
+        at = {v: i for i, v in enumerate(latest_ids)}
+        sources = np.array([at.get(v, -1) if rng.random() > 0.2 else -1 for v in ids], dtype=np.int64)
+        previous = stale if step % 17 == 9 else latest
+        texts = [f"text of {v}" for v in ids]
+        expected = await looked.sync(ids, texts, embed)
+        result = await carried.sync(ids, texts, embed, (previous, sources) if previous is not None else None)
+        np.testing.assert_array_equal(result.vectors(), expected.vectors())
+        assert carried._row == looked._row and carried.ids == looked.ids
+        stale, latest, latest_ids = latest, result, ids
+    used = sum(rows is not None for rows in located)
+    assert used > 40 and used < len(located)  # both paths ran
+
+
+@pytest.mark.asyncio
 async def test_staged_vectors_replace_embedding_and_are_then_forgotten(tmp_path):
     embed = HashEmbedder()
     rag, store = await _vector_store(tmp_path)

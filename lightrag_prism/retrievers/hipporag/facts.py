@@ -110,16 +110,18 @@ async def fact_view(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None = N
     view = snapshot.derived.get("hipporag_facts")
     if view is None:
         base_view = base.derived.get("hipporag_facts") if base is not None else None
-        sources = rows_from(snapshot, base)[1].tolist() if base_view is not None else [-1] * snapshot.num_edges
+        sources = rows_from(snapshot, base)[1] if base_view is not None else np.full(snapshot.num_edges, -1)
         facts, ids = [], []
-        for e, j in enumerate(sources):
+        for e, j in enumerate(sources.tolist()):
             if j >= 0:
                 facts.append(base_view.facts[j])
                 ids.append(base_view.ids[j])
             else:
                 facts.append(edge_fact(snapshot, e))
                 ids.append(fact_id(facts[-1]))
-        rows = await hippo_state(rag).fact_index.sync(ids, FactTexts(facts), lambda t: embed_in_batches(rag, t))
+        carried = (base_view.index_rows, sources) if base_view is not None else None
+        rows = await hippo_state(rag).fact_index.sync(ids, FactTexts(facts), lambda t: embed_in_batches(rag, t),
+                                                      carried)
         view = snapshot.derived["hipporag_facts"] = FactView(facts, ids, rows)
     return view
 

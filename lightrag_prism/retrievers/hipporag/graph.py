@@ -39,7 +39,7 @@ from ...patches import file_reads, pg_reads
 from ...plugin_state import find_plugin_state
 from ...snapshot import GraphSnapshot, node_moves
 from ...vectors import chunk_records, vectors_carrying
-from .index import EmbeddingIndex
+from .index import EmbeddingIndex, IndexRows
 from ..passage_rank import PassageGraph, build_passage_graph, dense_head_rows
 
 logger = logging.getLogger(__name__)
@@ -155,6 +155,7 @@ class HippoGraph:
     transition: Transition
     n_synonym_edges: int
     synonyms: sp.csr_matrix  # the synonym block over the entities
+    name_rows: IndexRows  # the name index's row of each entity
     synonym_token: object  # ``SynonymState.token`` after its update (the next view may carry it by node moves)
     records_read_at: int | None  # the text_chunks write log's position when the records were read (None: no log)
     build_seconds: dict[str, float]
@@ -262,13 +263,19 @@ async def hipporag_graph(rag, snapshot: GraphSnapshot, base: GraphSnapshot | Non
             return snapshot.derived["hipporag_graph"]
         timings, start = {}, time.perf_counter()
         names = list(snapshot.node_ids)
-        name_rows = await state.name_index.sync(names, names, lambda t: embed_in_batches(rag, t))
+        base_view = base.derived.get("hipporag_graph") if base is not None else None
+        moves = node_moves(snapshot, base)
+        carried = None
+        if moves is not None and base_view is not None:  # the base's names keep their rows (index.py)
+            sources = np.full(len(names), -1, dtype=np.int64)
+            kept = moves.position >= 0
+            sources[moves.position[kept]] = np.flatnonzero(kept)
+            carried = (base_view.name_rows, sources)
+        name_rows = await state.name_index.sync(names, names, lambda t: embed_in_batches(rag, t), carried)
         timings["name_embeddings"] = time.perf_counter() - start
         start = time.perf_counter()
-        base_view = base.derived.get("hipporag_graph") if base is not None else None
         token_before = state.synonyms.token
         await asyncio.to_thread(state.synonyms.update, names, name_rows)  # no name left: the pairs empty
-        moves = node_moves(snapshot, base)
         if (moves is not None and base_view is not None and base_view.synonym_token is token_before
                 and not state.synonyms.added):  # the pairs only lost those of the names gone
             synonyms = moved_synonyms(base_view.synonyms, moves.position, len(names))
@@ -292,7 +299,7 @@ async def hipporag_graph(rag, snapshot: GraphSnapshot, base: GraphSnapshot | Non
                           passage_valid=np.array([d["valid"] for d in data], dtype=bool),
                           entity_num_chunks=num_chunks, adj=adj, structure=structure,
                           transition=transition_matrix(adj, symmetric=True),
-                          n_synonym_edges=len(state.synonyms.pairs), synonyms=synonyms,
+                          n_synonym_edges=len(state.synonyms.pairs), synonyms=synonyms, name_rows=name_rows,
                           synonym_token=state.synonyms.token, records_read_at=records_read_at,
                           build_seconds=timings)
         snapshot.derived["hipporag_graph"] = view

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Awaitable, Callable, Sequence
 
 import numpy as np
@@ -69,6 +70,7 @@ class EmbeddingIndex:
         self.loaded_total = 0  # how many vectors it took from the store
         self.compactions = 0  # tests, benchmarks
         self._lock = asyncio.Lock()
+        self._latest: IndexRows | None = None  # what the latest sync returned, if its ids were distinct
 
     @property
     def matrix(self) -> np.ndarray:
@@ -84,18 +86,27 @@ class EmbeddingIndex:
             if vid not in self._row:
                 self._staged[vid] = vector
 
-    async def sync(self, ids: list[str], texts: Sequence[str], embed: EmbedFunc) -> IndexRows:
+    async def sync(self, ids: list[str], texts: Sequence[str], embed: EmbedFunc,
+                   carried: tuple[IndexRows, np.ndarray] | None = None) -> IndexRows:
         """Make the index hold exactly ``ids`` (texts in the same order); return the row of each. Staged vectors
-        are used and then forgotten, whether ``ids`` wanted them or not."""
+        are used and then forgotten, whether ``ids`` wanted them or not.
+
+        ``carried``: ``(previous, sources)``, ``previous`` what an earlier sync returned and ``sources[i]`` the
+        position in that sync's ids of ``ids[i]`` (the same id), or -1. When ``previous`` is this index's latest
+        sync, those ids keep their rows without a lookup each: looking up 21,000 names scattered over a large heap
+        was 30 ms of a deletion's first query."""
         async with self._lock:
-            unique = list(dict.fromkeys(ids)) if len(set(ids)) != len(ids) else ids
-            rows = np.fromiter((self._row.get(vid, -1) for vid in unique), dtype=np.int64, count=len(unique))
+            located = self._locate_carried(ids, *carried) if carried is not None else None
+            if located is not None:
+                unique, rows, dropped = ids, *located
+            else:
+                unique = list(dict.fromkeys(ids)) if len(set(ids)) != len(ids) else ids
+                rows = np.fromiter(map(self._row.get, unique, repeat(-1)), dtype=np.int64, count=len(unique))
+                dropped = []
+                if np.count_nonzero(rows >= 0) != len(self._row):  # some id the index holds is no longer wanted
+                    dropped = list(self._row.keys() - set(unique))
             absent = np.flatnonzero(rows < 0).tolist()
             missing = [unique[i] for i in absent]
-            dropped = []
-            if len(unique) - len(absent) != len(self._row):  # some id the index holds is no longer wanted
-                wanted = set(unique)
-                dropped = [vid for vid in self._row if vid not in wanted]
             found, self._staged = {v: self._staged[v] for v in missing if v in self._staged}, {}
             new = dict(found)  # vectors the store does not hold yet
             if self.store is not None and len(found) < len(missing):
@@ -130,8 +141,30 @@ class EmbeddingIndex:
                 logger.info("hipporag: index %s now holds %d vectors (%d new, %d embedded)", self.name,
                             len(self.ids), len(missing), len(todo))
             if unique is not ids:
-                rows = np.fromiter((self._row[v] for v in ids), dtype=np.int64, count=len(ids))
-            return IndexRows(self.matrix, rows)
+                rows = np.fromiter(map(self._row.__getitem__, ids), dtype=np.int64, count=len(ids))
+            self._latest = IndexRows(self.matrix, rows) if unique is ids else None
+            return self._latest or IndexRows(self.matrix, rows)
+
+    def _locate_carried(self, ids: list[str], previous: IndexRows, sources: np.ndarray
+                        ) -> tuple[np.ndarray, list[str]] | None:
+        """(row of each id or -1, ids held but no longer wanted) from the rows of ``previous``; None unless
+        ``previous`` is this index's latest sync and every id of ``ids`` is distinct (then :meth:`sync` looks up
+        each id)."""
+        sources = np.asarray(sources, dtype=np.int64)
+        if previous is not self._latest or len(sources) != len(ids):
+            return None
+        rows = np.full(len(ids), -1, dtype=np.int64)
+        carried = sources >= 0
+        rows[carried] = previous.rows[sources[carried]]
+        rest = np.flatnonzero(~carried)
+        rest_ids = [ids[i] for i in rest.tolist()]
+        rows[rest] = np.fromiter(map(self._row.get, rest_ids, repeat(-1)), dtype=np.int64, count=len(rest_ids))
+        held = rows[rows >= 0]
+        wanted = np.zeros(self._size, dtype=bool)
+        wanted[held] = True
+        if np.count_nonzero(wanted) != len(held) or len(set(rest_ids)) != len(rest_ids):
+            return None  # an id twice: the lookup path dedupes
+        return rows, [self.ids[j] for j in np.flatnonzero(~wanted[previous.rows]).tolist()]
 
     def _append(self, vectors: list[np.ndarray]) -> np.ndarray:
         """Write ``vectors`` after the rows in use (a larger buffer when full: the old one stays with its views)."""
