@@ -134,8 +134,8 @@ async def test_synonym_edges_are_carried_by_node_moves_only_when_pairs_were_only
 
 
 def test_synonym_updates_through_random_changes_equal_a_fresh_state():
-    """Names come, go and come back; the carried pairs always equal one update of a fresh state, and only names not
-    seen in the last update query the kNN."""
+    """Names come, go and come back; the carried pairs always equal one update of a fresh state (and those of a
+    state told which names went and came), and only names not seen in the last update query the kNN."""
     rng = np.random.default_rng(7)
     pool = [f"name {i:03d}" for i in range(120)] + ["ab", "x", "東京"]  # two too short for synonyms
     base = rng.normal(size=(len(pool) // 3 + 1, 16))
@@ -143,11 +143,14 @@ def test_synonym_updates_through_random_changes_equal_a_fresh_state():
     for i, name in enumerate(pool):  # groups of three near copies, so pairs above 0.8 exist
         v = base[i // 3] + 0.25 * rng.normal(size=16)
         vectors[name] = v / np.linalg.norm(v)
-    state, previous = SynonymState(), set()
+    state, told, previous = SynonymState(), SynonymState(), set()
     for step in range(40):
         names = sorted(rng.choice(pool, size=int(rng.integers(10, len(pool))), replace=False).tolist())
         before = state.knn_queries
         state.update(names, np.array([vectors[n] for n in names]))
+        told.update(names, np.array([vectors[n] for n in names]),  # told what went and came, as snapshot moves do
+                    (sorted(previous - set(names)), sorted(set(names) - previous)))
+        assert told.pairs == state.pairs and told.seen == state.seen and told.eligible == state.eligible
         fresh = SynonymState()
         fresh.update(names, np.array([vectors[n] for n in names]))
         assert state.pairs.keys() == fresh.pairs.keys(), step
