@@ -25,10 +25,7 @@ integers, booleans, ``None`` or finite floats (what LightRAG stores) go to the o
 
 ``NanoVectorDB.get(ids)`` (what ``NanoVectorDBStorage.get_vectors_by_ids`` and ``get_by_ids`` call) tests each
 row's id for membership in the list ``ids``: rows x ids comparisons. :func:`nano_vectordb_get` returns the same
-rows in the same order from one pass with a set (reading 3,000 ids from a 30,000-row store: seconds -> ms). A few
-ids are looked up in a map id -> row position instead (a pass over 21,000 rows was 10 ms, twice in the first query
-after a deletion), made once per state of the row list: ``NanoVectorDB`` replaces a row in place under the same id,
-appends (the length changes) or deletes into a new list, so the list and its length tell when the map is stale.
+rows in the same order from one pass with a set (reading 3,000 ids from a 30,000-row store: seconds -> ms).
 
 All apply to every LightRAG instance of the process: what lands on disk reads back identically, only faster.
 """
@@ -36,7 +33,6 @@ All apply to every LightRAG instance of the process: what lands on disk reads ba
 from __future__ import annotations
 
 import math
-from operator import itemgetter
 
 from .private import register_symbols, wrap_once
 
@@ -106,10 +102,6 @@ def nano_vectordb_save(original):
     return save
 
 
-_NANO_POSITIONS = "_lightrag_prism_positions"  # (row list, its length, {id: position}) kept on a NanoVectorDB
-FEW_IDS_SHARE = 8  # ids up to 1/8 of the rows are looked up in the map; more are found in one pass
-
-
 def nano_vectordb_get(original):
     """``NanoVectorDB.get`` with the ids in a set (see the module doc); ``original`` for unhashable ids."""
     from nano_vectordb.dbs import f_ID
@@ -122,22 +114,9 @@ def nano_vectordb_get(original):
             return original(self, ids)
         if not isinstance(storage, dict):
             return original(self, ids)
-        rows = storage["data"]
-        positions = _positions(self, rows, f_ID) if len(wanted) * FEW_IDS_SHARE <= len(rows) else None
-        if positions is None:
-            return [data for data in rows if data[f_ID] in wanted]
-        return [rows[p] for p in sorted(p for p in map(positions.get, wanted) if p is not None)]
+        return [data for data in storage["data"] if data[f_ID] in wanted]
 
     return get
-
-
-def _positions(db, rows: list, f_id: str) -> dict | None:
-    """The row position of each id of ``rows`` (None when an id is on two rows: one pass finds both, as nano's)."""
-    cached = db.__dict__.get(_NANO_POSITIONS)
-    if cached is None or cached[0] is not rows or cached[1] != len(rows):
-        positions = dict(zip(map(itemgetter(f_id), rows), range(len(rows))))
-        cached = db.__dict__[_NANO_POSITIONS] = (rows, len(rows), positions if len(positions) == len(rows) else None)
-    return cached[2]
 
 
 def install() -> None:

@@ -107,38 +107,3 @@ def test_nano_vectordb_get_returns_what_the_original_returns(tmp_path, ids):
     db = _nano(tmp_path / "db.json", [{"content": f"row {i}"} for i in range(5)])
     assert db.get(ids) == NanoVectorDB.get.__wrapped__(db, ids)  # same rows, same (storage) order
     assert [row["__id__"] for row in db.get(["id-4", "id-1"])] == ["id-1", "id-4"]
-
-
-def test_nano_vectordb_get_of_a_few_ids_follows_every_change_of_the_rows(tmp_path):
-    """The id -> position map serving a few ids: after rows appended, replaced in place, deleted, and deleted and
-    appended to the same length (nano's own upsert and delete), and with an id on two rows, every get returns what
-    the original returns."""
-    import random
-
-    import numpy as np
-    from nano_vectordb import NanoVectorDB
-
-    rng = random.Random(5)
-    db = _nano(tmp_path / "db.json", [{"content": f"row {i}"} for i in range(40)])
-    next_id = 40
-    for step in range(60):
-        held = [row["__id__"] for row in db._NanoVectorDB__storage["data"]]
-        change = step % 3
-        if change == 0:  # append new rows and replace some in place
-            new = [f"id-{next_id + k}" for k in range(rng.randint(1, 3))]
-            next_id += len(new)
-            replaced = rng.sample(held, min(2, len(held)))
-            db.upsert([{"__id__": i, "__vector__": np.ones(4), "content": f"v{step}"} for i in new + replaced])
-        elif change == 1 and len(held) > 10:
-            db.delete(rng.sample(held, 2))
-        else:  # as many deleted as appended: the same length, a new list
-            db.delete(rng.sample(held, 2))
-            db.upsert([{"__id__": f"id-{next_id + k}", "__vector__": np.ones(4), "content": "x"} for k in range(2)])
-            next_id += 2
-        ids = rng.sample(held, min(3, len(held))) + ["missing"]
-        assert db.get(ids) == NanoVectorDB.get.__wrapped__(db, ids)
-    assert db.__dict__["_lightrag_prism_positions"][2] is not None  # the map served them
-    rows = db._NanoVectorDB__storage["data"]
-    rows.append(dict(rows[0]))  # the same id on two rows: both come back, as from the original
-    assert db.get([rows[0]["__id__"]]) == NanoVectorDB.get.__wrapped__(db, [rows[0]["__id__"]])
-    assert len(db.get([rows[0]["__id__"]])) == 2

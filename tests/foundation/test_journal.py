@@ -95,6 +95,8 @@ def test_vector_store_read_back_equals_a_whole_rewrite_read_back_bit_for_bit(reg
         # Appending into spare rows gives exactly the rows and matrix nano-vectordb's own upsert gives.
         (live_rows, live_matrix), (stock_rows, stock_matrix) = nano_rows(live), nano_rows(stock)
         assert live_rows == stock_rows and np.array_equal(live_matrix, stock_matrix)
+        asked = [f"id{i}" for i in rng.integers(0, 55, size=3)]  # a few ids, some unknown: the id -> row index
+        assert live.get(asked) == stock.get(asked) and live.get(asked + asked * 9) == stock.get(asked)
         journal.flush(state, kind, storage, whole)
         rows, matrix = nano_rows(nano_vector_db_impl.NanoVectorDB(DIM, storage_file=state.file_name))
         # The reference: the live store saved whole and read by nano-vectordb itself (which normalises on load).
