@@ -113,6 +113,13 @@ class NodeMoves:
     gone: list[str]  # names the base has and the snapshot does not
     new: list[str]  # names the snapshot has and the base does not
 
+    def base_rows(self, num_nodes: int) -> np.ndarray:
+        """Row in the snapshot -> the base row of the same name (-1: a new name); ``position`` inverted."""
+        rows = np.full(num_nodes, -1, dtype=np.int64)
+        kept = self.position >= 0
+        rows[self.position[kept]] = np.flatnonzero(kept)
+        return rows
+
 
 def node_moves(snapshot: GraphSnapshot, base: GraphSnapshot | None) -> NodeMoves | None:
     """The :class:`NodeMoves` from ``base`` when ``snapshot`` was patched from it, else None: a view of ``base``

@@ -269,12 +269,9 @@ async def hipporag_graph(rag, snapshot: GraphSnapshot, base: GraphSnapshot | Non
         names = list(snapshot.node_ids)
         base_view = base.derived.get("hipporag_graph") if base is not None else None
         moves = node_moves(snapshot, base)
-        carried = None
-        if moves is not None and base_view is not None:  # the base's names keep their rows (index.py)
-            sources = np.full(len(names), -1, dtype=np.int64)
-            kept = moves.position >= 0
-            sources[moves.position[kept]] = np.flatnonzero(kept)
-            carried = (base_view.name_rows, sources)
+        # the base's names keep their rows in the name index (index.py)
+        carried = ((base_view.name_rows, moves.base_rows(len(names)))
+                   if moves is not None and base_view is not None else None)
         name_rows = await state.name_index.sync(names, names, lambda t: embed_in_batches(rag, t), carried)
         timings["name_embeddings"] = time.perf_counter() - start
         start = time.perf_counter()

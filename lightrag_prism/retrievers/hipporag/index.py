@@ -142,8 +142,9 @@ class EmbeddingIndex:
                             len(self.ids), len(missing), len(todo))
             if unique is not ids:
                 rows = np.fromiter(map(self._row.__getitem__, ids), dtype=np.int64, count=len(ids))
-            self._latest = IndexRows(self.matrix, rows) if unique is ids else None
-            return self._latest or IndexRows(self.matrix, rows)
+            result = IndexRows(self.matrix, rows)
+            self._latest = result if unique is ids else None  # rows aligned with ``self.ids``: a next carried sync
+            return result
 
     def _locate_carried(self, ids: list[str], previous: IndexRows, sources: np.ndarray
                         ) -> tuple[np.ndarray, list[str]] | None:
