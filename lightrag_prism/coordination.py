@@ -9,6 +9,8 @@
 * :func:`shared_lock`: a lock held in the shared storage itself, for read-modify-writes of plugin state and for
   agentic merging: a PostgreSQL advisory lock, a Redis lock, or on file storages LightRAG's keyed lock (across
   the workers of one server in its multi-worker mode; file storages cannot be shared beyond one server).
+* :class:`PipelineTurn`: LightRAG's one-pipeline-per-workspace rule (its ``busy`` flag) held in that shared lock,
+  so replicas take turns at processing documents instead of resuming each other's documents in flight.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import hashlib
 import logging
 import time
 import uuid
+from contextvars import ContextVar
 from typing import AsyncIterator, Awaitable, Callable
 
 from . import patches
@@ -27,6 +30,7 @@ from .errors import describe_error
 logger = logging.getLogger(__name__)
 
 VERSION_DOCUMENT = "graph_version"
+PIPELINE_LOCK = "document_pipeline"
 DEFAULT_INTERVAL = 0.5  # seconds between two reads of the shared version (one KV read; staleness bound)
 PG_KV_CLASS, REDIS_KV_CLASS = "PGKVStorage", "RedisKVStorage"
 REFRESH_HISTORY = 1000
@@ -187,3 +191,40 @@ def shared_lock(store, name: str):
     if kind == REDIS_KV_CLASS:
         return _redis_lock(store, name)
     return _keyed_lock(store, name)
+
+
+# --- one document pipeline at a time among the processes sharing a workspace --------------------------------------
+_turn_held: ContextVar[object | None] = ContextVar("lightrag_prism_pipeline_turn", default=None)
+
+
+class PipelineTurn:
+    """``async with turn():`` around LightRAG's pipeline run, document delete and custom-chunk insert.
+
+    LightRAG runs one of those at a time per workspace through its ``busy`` flag, which lives in one server's
+    memory (shared by its workers). Replicas each have their own flag, and a pipeline resumes every PROCESSING
+    document it finds as one a crash interrupted: it resets it to PENDING and purges its chunks and graph
+    contributions, while the replica that owns it is still writing them (seen: chunks of processed documents
+    missing). A turn is that flag held in the shared storage (``shared_lock``): one process at a time and, within
+    a process, one task at a time, so at most one connection per process waits on the server. Re-entrant for the
+    task holding it: a delete hands the documents queued meanwhile to a pipeline run in the same task.
+    """
+
+    def __init__(self, state) -> None:
+        self.state = state
+        self._local = asyncio.Lock()
+        self._holder: object | None = None  # this turn's token; tasks started inside copy it, so it is per turn
+
+    @contextlib.asynccontextmanager
+    async def __call__(self) -> AsyncIterator[None]:
+        if self._holder is not None and _turn_held.get() is self._holder:
+            yield
+            return
+        async with self._local:
+            async with self.state.lock(PIPELINE_LOCK):
+                self._holder = holder = object()
+                token = _turn_held.set(holder)
+                try:
+                    yield
+                finally:
+                    _turn_held.reset(token)
+                    self._holder = None

@@ -31,7 +31,7 @@ from .backends.local_embedder import MODEL_NAME as LOCAL_EMBEDDING_MODEL
 from .backends.offline_llm import offline_llm, offline_model_name
 from .backends.tokenizer import OfflineTokenizer
 from .context import QueryContext
-from .coordination import DEFAULT_INTERVAL, VersionWatcher
+from .coordination import DEFAULT_INTERVAL, PipelineTurn, VersionWatcher
 from .errors import LLMNotConfiguredError, describe_error
 from .insert.merging import rebuild as _rebuild  # noqa: F401  (registers the delete-by-document rebuild hook)
 from .insert import summaries as _summaries  # noqa: F401  (registers the timestamp-aware summary hook)
@@ -223,6 +223,7 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         state = PluginState(self)  # opened by initialize_storages
         setattr(self, PLUGIN_STATE_ATTRIBUTE, state)
         self.version_watcher = VersionWatcher(state, self._refresh_from_storage, self.shared_version_interval)
+        self._prism_pipeline_turn = PipelineTurn(state)
 
     def _offline_pipeline_settings(self) -> None:
         """Without a real LLM, extraction is local and fast: keep many documents in flight (see the constants)."""

@@ -206,32 +206,42 @@ class InsertFeaturesMixin:
         await compact_journals(self)
 
     async def apipeline_process_enqueue_documents(self, *args, **kwargs):
-        """LightRAG's pipeline run; with many documents in flight, storage flushes are paced (group commit). Then,
-        with ``prepare_query_indexes``, the hipporag/prism query state is brought up to date (``query_state.py``)."""
-        counts = await self.doc_status.get_status_counts()
-        backlog = sum(n for status, n in counts.items() if status not in _DONE_STATUSES)
-        paced = min(backlog, self.max_parallel_insert) >= PACED_MIN_PARALLEL
-        if backlog:  # documents a crash interrupted are purged before their retry: their anchors must exist
-            await repair_recovery_anchors(self)
-            await load_doc_timestamps(self)  # another instance on the same storages may have queued some
-        try:
-            with self._prism_commit_policy.bulk(paced):
-                result = await super().apipeline_process_enqueue_documents(*args, **kwargs)
-        finally:
-            # The graph may have changed (even if the run failed midway); a run that found nothing to do (another
-            # worker's pipeline was busy, or nothing was queued) changed nothing other processes must reload.
-            if backlog or await self.doc_status.get_status_counts() != counts:
-                await self.publish_graph_change()
-            else:
-                self.invalidate_snapshot()
+        """LightRAG's pipeline run, one at a time among every process on these storages (its own ``busy`` flag
+        covers one server: ``coordination.PipelineTurn``); with many documents in flight, storage flushes are paced
+        (group commit). Then, with ``prepare_query_indexes``, the hipporag/prism query state is brought up to date
+        (``query_state.py``)."""
+        async with self._prism_pipeline_turn():
+            counts = await self.doc_status.get_status_counts()
+            backlog = sum(n for status, n in counts.items() if status not in _DONE_STATUSES)
+            paced = min(backlog, self.max_parallel_insert) >= PACED_MIN_PARALLEL
+            if backlog:  # documents a crash interrupted are purged before their retry: their anchors must exist
+                await repair_recovery_anchors(self)
+                await load_doc_timestamps(self)  # another instance on the same storages may have queued some
+            try:
+                with self._prism_commit_policy.bulk(paced):
+                    result = await super().apipeline_process_enqueue_documents(*args, **kwargs)
+            finally:
+                # The graph may have changed (even if the run failed midway); a run that found nothing to do
+                # (nothing was queued) changed nothing other processes must reload.
+                if backlog or await self.doc_status.get_status_counts() != counts:
+                    await self.publish_graph_change()
+                else:
+                    self.invalidate_snapshot()
         if self.prepare_query_indexes:  # every way in (ainsert, LightRAG Server uploads and scans) ends here
             await prepare_query_state(self, settle_from=0 if backlog >= PACED_MIN_PARALLEL else None)
         return result
 
     async def adelete_by_doc_id(self, *args, **kwargs):
-        """LightRAG's ``adelete_by_doc_id``; its rebuild of shared entities reads the alias file once."""
-        with aliases_read_once():
-            return await super().adelete_by_doc_id(*args, **kwargs)
+        """LightRAG's ``adelete_by_doc_id``, in this process's pipeline turn; its rebuild of shared entities reads
+        the alias file once."""
+        async with self._prism_pipeline_turn():
+            with aliases_read_once():
+                return await super().adelete_by_doc_id(*args, **kwargs)
+
+    async def ainsert_custom_chunks(self, *args, **kwargs):
+        """LightRAG's ``ainsert_custom_chunks``, in this process's pipeline turn."""
+        async with self._prism_pipeline_turn():
+            return await super().ainsert_custom_chunks(*args, **kwargs)
 
     def insert(self, input, split_by_character=None, split_by_character_only=False, ids=None, file_paths=None,
                track_id=None, *, timestamps=None, agentic_merging: bool = False,

@@ -1,5 +1,6 @@
-"""coordination.py: the graph version watcher (foreign changes, failures said, own changes not reloaded) and the
-shared lock on file storages; the replica tests (tests/storages/test_replicas.py) cover PostgreSQL and Redis."""
+"""coordination.py: the graph version watcher (foreign changes, failures said, own changes not reloaded), the
+shared lock on file storages and the pipeline turn; the replica tests (tests/storages/test_replicas.py) cover
+PostgreSQL and Redis."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest_asyncio
 
 from lightrag_prism import PrismQueryParam, PrismRAG
 from lightrag_prism import coordination
-from lightrag_prism.coordination import VersionWatcher, read_version
+from lightrag_prism.coordination import PipelineTurn, VersionWatcher, read_version
 from lightrag_prism.plugin_state import plugin_state
 from tests.helpers import hash_embedding_func
 
@@ -150,3 +151,76 @@ async def test_the_shared_lock_on_file_storages_admits_one_holder_at_a_time(rag)
 
     await asyncio.gather(*(hold() for _ in range(5)))
     assert most == 1
+
+
+class SharedLocks:
+    """The shared lock of a plugin state: one holder per name among every PipelineTurn over it (as processes)."""
+
+    def __init__(self):
+        self.locks: dict[str, asyncio.Lock] = {}
+
+    def lock(self, name):
+        return self.locks.setdefault(name, asyncio.Lock())
+
+
+async def test_pipeline_turns_admit_one_run_at_a_time_among_processes_and_tasks():
+    state, inside, most, order = SharedLocks(), 0, 0, []
+    processes = [PipelineTurn(state), PipelineTurn(state)]
+
+    async def run(turn, name):
+        nonlocal inside, most
+        async with turn():
+            inside += 1
+            most = max(most, inside)
+            order.append(name)
+            await asyncio.sleep(0.01)
+            inside -= 1
+
+    await asyncio.gather(*(run(processes[i % 2], i) for i in range(6)))
+    assert most == 1 and sorted(order) == list(range(6))
+
+
+async def test_a_turn_is_reentrant_for_the_task_holding_it_and_no_longer():
+    state = SharedLocks()
+    turn, other = PipelineTurn(state), PipelineTurn(state)
+    later: list[asyncio.Task] = []
+    entered = []
+
+    async def after_the_turn():  # started inside the turn, runs after it: it must wait like anyone else
+        await asyncio.sleep(0.02)
+        async with turn():
+            entered.append("late task")
+
+    async def holder():
+        async with turn():
+            async with turn():  # a delete handing queued documents to a pipeline run, in the same task
+                entered.append("nested")
+            later.append(asyncio.get_running_loop().create_task(after_the_turn()))
+
+    async def next_holder():
+        await asyncio.sleep(0.01)
+        async with other():
+            entered.append("next holder")
+            await asyncio.sleep(0.05)
+            assert entered == ["nested", "next holder"]  # the late task waits for this turn to end
+
+    await asyncio.wait_for(asyncio.gather(holder(), next_holder()), 5)
+    await asyncio.wait_for(later[0], 5)
+    assert entered == ["nested", "next holder", "late task"]
+
+
+async def test_a_delete_hands_documents_queued_meanwhile_to_a_pipeline_run_in_its_own_turn(rag, monkeypatch):
+    await rag.ainsert("Marta Olvide was born in Vexholm.", ids=["d1"])
+    await rag.apipeline_enqueue_documents("Port Lind is a city on the coast of Vexholm.", ids=["queued"])
+    runs = []
+    run = type(rag).apipeline_process_enqueue_documents
+
+    async def spy(self, *args, **kwargs):
+        runs.append(kwargs.get("_holding_busy", False))
+        return await run(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(rag), "apipeline_process_enqueue_documents", spy)
+    await asyncio.wait_for(rag.adelete_by_doc_id("d1"), 60)  # no deadlock on its own turn
+    assert runs == [True]  # LightRAG's hand-off, inside the delete
+    assert (await rag.doc_status.get_by_id("queued"))["status"] == "processed"
+    assert await rag.doc_status.get_by_id("d1") is None

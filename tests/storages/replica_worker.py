@@ -6,7 +6,8 @@
         the marker is in (or out of) its passages, prints per mode the seconds that took, then checks each mode
         again three times ("stable": it never flipped back).
     python -m tests.storages.replica_worker timestamps STACK WORKING_DIR WORKSPACE PREFIX N
-        inserts N timestamped documents (ainserts of BATCH documents, all at once) and prints "done".
+        inserts N timestamped documents (ainserts of BATCH documents, all at once) and prints "done" with the
+        documents its pipeline took for interrupted, in JSON (another replica's in flight, if both ran at once).
     python -m tests.storages.replica_worker outage STACK WORKING_DIR WORKSPACE
         inserts a passage and prints "ready"; then on each stdin line ("down", "up") queries prism and naive once
         ("down") or until they answer (at most 60 s, "up") and prints what happened.
@@ -20,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import re
 import sys
 import time
 
@@ -70,15 +73,40 @@ async def watch(stack: str, working_dir: str, workspace: str) -> None:
     await rag.finalize_storages()
 
 
+class ResumedDocuments(logging.Handler):
+    """Collects what LightRAG's pipeline logs when it resumes documents it found PROCESSING: nothing crashed in these
+    runs, so those were another replica's documents in flight (it resets them and purges their chunks)."""
+
+    PATTERNS = (re.compile(r"Reset (\d+) interrupted document"), re.compile(r"\[resume\] (\S+): purging"))
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if any(pattern.search(message) for pattern in self.PATTERNS):
+            self.messages.append(message)
+
+    def install(self) -> None:
+        lightrag_logger = logging.getLogger("lightrag")
+        for handler in lightrag_logger.handlers:  # stderr stays as quiet as before: the test reads it on failure only
+            handler.setLevel(max(handler.level, lightrag_logger.getEffectiveLevel()))
+        lightrag_logger.setLevel(logging.INFO)
+        lightrag_logger.addHandler(self)
+
+
 async def insert_timestamped(stack: str, working_dir: str, workspace: str, prefix: str, n: str) -> None:
     rag = replica(stack, working_dir, workspace)
+    resumed = ResumedDocuments()
+    resumed.install()
     await rag.initialize_storages()
     batches = [range(start, min(start + BATCH, int(n))) for start in range(0, int(n), BATCH)]
     await asyncio.gather(*(rag.ainsert([f"{prefix} document number {i} records the harvest of year {1900 + i}."
                                         for i in batch], ids=[f"{prefix}-{i}" for i in batch],
                                        timestamps=[f"{1900 + i}-01-01" for i in batch]) for batch in batches))
     await rag.finalize_storages()
-    print("done", flush=True)
+    print("done " + json.dumps(resumed.messages), flush=True)
 
 
 async def outage(stack: str, working_dir: str, workspace: str) -> None:
