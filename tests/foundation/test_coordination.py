@@ -29,10 +29,12 @@ async def rag(tmp_path):
 
 
 class Store:
-    """A plugin state whose version record another process may change, or whose reads may fail."""
+    """A plugin state whose version record another process may change, or whose reads may fail; its shared lock
+    admits one holder per name among everything using the store (as processes do)."""
 
     def __init__(self):
         self.token, self.fail = "", False
+        self.locks: dict[str, asyncio.Lock] = {}
 
     def document(self, name):
         store = self
@@ -48,7 +50,7 @@ class Store:
         return Document()
 
     def lock(self, name):
-        return asyncio.Lock()
+        return self.locks.setdefault(name, asyncio.Lock())
 
 
 async def test_the_watcher_reloads_once_per_foreign_change_and_never_for_its_own():
@@ -153,18 +155,8 @@ async def test_the_shared_lock_on_file_storages_admits_one_holder_at_a_time(rag)
     assert most == 1
 
 
-class SharedLocks:
-    """The shared lock of a plugin state: one holder per name among every PipelineTurn over it (as processes)."""
-
-    def __init__(self):
-        self.locks: dict[str, asyncio.Lock] = {}
-
-    def lock(self, name):
-        return self.locks.setdefault(name, asyncio.Lock())
-
-
 async def test_pipeline_turns_admit_one_run_at_a_time_among_processes_and_tasks():
-    state, inside, most, order = SharedLocks(), 0, 0, []
+    state, inside, most, order = Store(), 0, 0, []
     processes = [PipelineTurn(state), PipelineTurn(state)]
 
     async def run(turn, name):
@@ -181,7 +173,7 @@ async def test_pipeline_turns_admit_one_run_at_a_time_among_processes_and_tasks(
 
 
 async def test_a_turn_is_reentrant_for_the_task_holding_it_and_no_longer():
-    state = SharedLocks()
+    state = Store()
     turn, other = PipelineTurn(state), PipelineTurn(state)
     later: list[asyncio.Task] = []
     entered = []

@@ -77,7 +77,7 @@ class ResumedDocuments(logging.Handler):
     """Collects what LightRAG's pipeline logs when it resumes documents it found PROCESSING: nothing crashed in these
     runs, so those were another replica's documents in flight (it resets them and purges their chunks)."""
 
-    PATTERNS = (re.compile(r"Reset (\d+) interrupted document"), re.compile(r"\[resume\] (\S+): purging"))
+    PATTERN = re.compile(r"Reset \d+ interrupted document|\[resume\] \S+: purging")
 
     def __init__(self) -> None:
         super().__init__(logging.INFO)
@@ -85,7 +85,7 @@ class ResumedDocuments(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
-        if any(pattern.search(message) for pattern in self.PATTERNS):
+        if self.PATTERN.search(message):
             self.messages.append(message)
 
     def install(self) -> None:
