@@ -69,7 +69,7 @@ def _expand_hop(adj, frontier, visited, entity_sim, edge_sim, hop, p):
     dst = adj.indices[eidx]
     fresh = ~visited[dst]
     src, eidx, dst = src[fresh], eidx[fresh], dst[fresh]
-    score = (p["alpha"] * np.maximum(0.0, entity_sim[dst]) + p["beta"] * np.maximum(0.0, edge_sim[eidx])
+    score = (p["alpha"] * np.maximum(0.0, np.asarray(entity_sim(dst), np.float64)) + p["beta"] * np.maximum(0.0, edge_sim[eidx])
              + p["gamma"] * p["delta"] ** (hop - 1))
     best = _best_per_target(dst, score, eidx)
     best = best[score[best] >= p["threshold"]]
@@ -93,20 +93,28 @@ def _check_inputs(adj, seeds, entity_sim, edge_sim):
         if not (np.array_equal(edge_sim.indptr, adj.indptr) and np.array_equal(edge_sim.indices, adj.indices)):
             raise ValueError("edge_sim CSR must have exactly the sparsity structure of adj")
         edge_sim = edge_sim.data
-    entity_sim, edge_sim = np.asarray(entity_sim, np.float64), np.asarray(edge_sim, np.float64)
-    if entity_sim.shape != (n,) or edge_sim.shape != (adj.nnz,):
-        raise ValueError(f"entity_sim must have shape ({n},) and edge_sim ({adj.nnz},) aligned with adj.data")
+    edge_sim = np.asarray(edge_sim, np.float64)
+    if callable(entity_sim):  # computed for the nodes reached only
+        sims = entity_sim
+    else:
+        entity_sim = np.asarray(entity_sim, np.float64)
+        if entity_sim.shape != (n,):
+            raise ValueError(f"entity_sim must have shape ({n},)")
+        sims = entity_sim.__getitem__
+    if edge_sim.shape != (adj.nnz,):
+        raise ValueError(f"edge_sim must have shape ({adj.nnz},), aligned with adj.data")
     seeds = np.unique(np.asarray(seeds, dtype=np.int64))
     if seeds.size and (seeds[0] < 0 or seeds[-1] >= n):
         raise ValueError("seed index out of range")
-    return seeds, entity_sim, edge_sim
+    return seeds, sims, edge_sim
 
 
 def multihop_expand(adj, seeds, entity_sim, edge_sim, *, max_hop=2, top_neighbors=30, threshold=0.2,
                     alpha=0.4, beta=0.5, gamma=0.1, delta=0.8) -> MultihopResult:
     """Expand ``seeds`` hop by hop (see module docstring); visited nodes are never re-added.
 
-    ``entity_sim``: (N,) query similarity per node. ``edge_sim``: (nnz,) query similarity per stored
+    ``entity_sim``: (N,) query similarity per node, or a function of an index array returning the similarities
+    of those nodes (then only the nodes reached are scored). ``edge_sim``: (nnz,) query similarity per stored
     entry aligned with ``adj.data``, or a CSR with the same structure as ``adj``.
     """
     seeds, entity_sim, edge_sim = _check_inputs(adj, seeds, entity_sim, edge_sim)

@@ -75,19 +75,36 @@ class Transition:
     ``hubs``: the rows probed by the cheap convergence bound (see ``_hub_rows``). ``symmetric``: the
     graph is undirected, so PPR is solved by conjugate gradients (``ppr_cg``), which needs
     ``out_weight``. ``cache``: ``damping * pt`` per damping value (see ``_damped``) and the
-    normalised adjacency of the CG path.
+    normalised adjacency of the CG path. ``pt_matrix``: ``pt`` as built; a symmetric transition
+    leaves it out and :attr:`pt` derives it from the normalised adjacency on first use (a graph
+    re-weighted per query and solved by CG never needs it).
     """
 
-    pt: sp.csr_matrix
     dangling: np.ndarray
     hubs: np.ndarray | None = None
     out_weight: np.ndarray | None = None
     symmetric: bool = False
     cache: dict = field(default_factory=dict, repr=False, compare=False)
+    pt_matrix: sp.csr_matrix | None = field(default=None, repr=False)
+
+    @property
+    def pt(self) -> sp.csr_matrix:
+        if self.pt_matrix is not None:
+            return self.pt_matrix
+        if ("pt",) not in self.cache:  # A D^-1 = D^1/2 (D^-1/2 A D^-1/2) D^-1/2
+            normalized = self.cache[("normalized",)]
+            sqrt_w = np.sqrt(self.out_weight)
+            inv_sqrt = np.divide(1.0, sqrt_w, out=np.zeros_like(sqrt_w), where=sqrt_w > 0)
+            rows = np.repeat(np.arange(self.n), np.diff(normalized.indptr))
+            data = normalized.data * sqrt_w[rows] * inv_sqrt[normalized.indices]
+            pt = sp.csr_matrix((data, normalized.indices, normalized.indptr), shape=normalized.shape)
+            pt.has_sorted_indices = normalized.has_sorted_indices
+            self.cache[("pt",)] = pt
+        return self.cache[("pt",)]
 
     @property
     def n(self) -> int:
-        return self.pt.shape[0]
+        return len(self.dangling)
 
 
 def _check_adjacency(adj) -> sp.csr_matrix:
@@ -114,26 +131,29 @@ def transition_matrix(adj, symmetric: bool = False) -> Transition:
     inv = np.divide(1.0, out_w, out=np.zeros_like(out_w), where=~dangling)
     pt = sp.csr_matrix((sp.diags(inv) @ adj).T)  # one transpose at build time, none per query
     pt.sort_indices()
-    return Transition(pt=pt, dangling=dangling, hubs=_hub_rows(pt), out_weight=out_w, symmetric=False)
+    return Transition(dangling, hubs=_hub_rows(pt), out_weight=out_w, pt_matrix=pt)
 
 
-def symmetric_transition(adj: sp.csr_matrix, entry_rows: np.ndarray | None = None) -> Transition:
-    """The transition of an undirected graph (``transition_matrix(adj, symmetric=True)`` after its checks), with
-    the conjugate-gradient path's normalised adjacency ``D^-1/2 A D^-1/2`` computed in the same pass; called
-    directly for graphs re-weighted per query.
+def symmetric_transition(adj: sp.csr_matrix, entry_rows: np.ndarray | None = None,
+                         out_weight: np.ndarray | None = None) -> Transition:
+    """The transition of an undirected graph (``transition_matrix(adj, symmetric=True)`` after its checks): the
+    conjugate-gradient path's normalised adjacency ``D^-1/2 A D^-1/2``, in one pass; called directly for graphs
+    re-weighted per query. ``P^T`` is derived from it only if asked for (:attr:`Transition.pt`).
 
-    ``adj``: a symmetric CSR with sorted indices and finite non-negative weights (not checked here). ``entry_rows``: the row of each stored entry, which callers cache with the sparsity structure."""
+    ``adj``: a symmetric CSR with sorted indices and finite non-negative weights (not checked here). ``entry_rows``:
+    the row of each stored entry, which callers cache with the sparsity structure. ``out_weight``: the row sums of
+    ``adj``, when the caller has them."""
     n = adj.shape[0]
     rows = entry_rows if entry_rows is not None else np.repeat(np.arange(n), np.diff(adj.indptr))
-    out_w = np.bincount(rows, weights=adj.data, minlength=n).astype(np.float64, copy=False)  # int64 when empty
+    if out_weight is None:
+        out_weight = np.bincount(rows, weights=adj.data, minlength=n)
+    out_w = np.asarray(out_weight, dtype=np.float64)  # bincount gives int64 when adj is empty
     dangling = out_w == 0
-    inv = np.divide(1.0, out_w, out=np.zeros_like(out_w), where=~dangling)
-    pt = sp.csr_matrix((adj.data * inv[adj.indices], adj.indices, adj.indptr), shape=adj.shape)
-    pt.has_sorted_indices = True
-    inv_sqrt = np.sqrt(inv)
+    inv_sqrt = np.sqrt(np.divide(1.0, out_w, out=np.zeros_like(out_w), where=~dangling))
     normalized = sp.csr_matrix((adj.data * inv_sqrt[adj.indices] * inv_sqrt[rows], adj.indices, adj.indptr),
                                shape=adj.shape)
-    transition = Transition(pt=pt, dangling=dangling, out_weight=out_w, symmetric=True)
+    normalized.has_sorted_indices = True
+    transition = Transition(dangling, out_weight=out_w, symmetric=True)
     transition.cache[("normalized",)] = normalized
     return transition
 
@@ -333,7 +353,7 @@ def _seed_components(t: Transition, seeds: np.ndarray) -> np.ndarray | None:
     if seeds.size * 100 > t.n:
         return None
     if ("components",) not in t.cache:
-        t.cache[("components",)] = connected_components(t.pt, directed=False)[1]
+        t.cache[("components",)] = connected_components(_normalized(t), directed=False)[1]  # pt's pattern
     labels = t.cache[("components",)]
     touched = np.zeros(labels.max() + 1, dtype=bool)
     touched[labels[seeds]] = True

@@ -62,14 +62,15 @@ def solve(normalized: sp.csr_matrix, degree: np.ndarray, p: np.ndarray, damping:
     z = b.copy()  # y0 = p on every node of positive degree
     r = b - z + damping * (normalized @ z)
     q, rr = r.copy(), _dot(r, r)
+    step = np.empty_like(q)  # reused: a fresh (N, B) temporary per update costs page faults on large graphs
     for it in range(1, max_iter + 1):
         aq = normalized @ q
         aq *= -damping
         aq += q
         qaq = _dot(q, aq)
         alpha = np.divide(rr, qaq, out=np.zeros_like(rr), where=qaq > 0)
-        z += alpha * q
-        r -= alpha * aq
+        z += np.multiply(alpha, q, out=step)
+        r -= np.multiply(alpha, aq, out=step)
         rr_new = _dot(r, r)
         done = np.sqrt(rr_new) * sqrt_deg_min <= tol / 2.0
         if done.any():
@@ -80,6 +81,7 @@ def solve(normalized: sp.csr_matrix, degree: np.ndarray, p: np.ndarray, damping:
             out[:, cols[done]] = z[:, done]
             keep = ~done
             z, r, q, rr, rr_new, cols = z[:, keep], r[:, keep], q[:, keep], rr[keep], rr_new[keep], cols[keep]
+            step = step[:, keep]
             if not cols.size:
                 break
         q *= np.divide(rr_new, rr, out=np.zeros_like(rr), where=rr > 0)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..graph import knn, personalized_pagerank, symmetric_transition
+from ..graph import Transition, knn, personalized_pagerank, symmetric_transition
 from ..snapshot import GraphSnapshot, node_moves
 
 NUM_CHUNKS_KEY = "prism_entity_num_chunks"
@@ -109,25 +109,41 @@ def seed_vector(fact_seeds: np.ndarray, linked: np.ndarray, num_chunks: np.ndarr
 
 @dataclass(frozen=True)
 class PassageGraph:
-    """CSR structure over ``[entities; passages]`` with per-entry weight parts (see module doc)."""
+    """CSR structure over ``[entities; passages]`` with per-entry weight parts (see module doc). Only the fact
+    entries change per query, so :meth:`weights` touches those and reuses the static part's out-weights."""
 
     n_entities: int
-    indptr: np.ndarray
+    indptr: np.ndarray  # int32 where it fits: scipy's sparse product is faster on int32 indices
     indices: np.ndarray
-    static_weight: np.ndarray  # synonym + entity-passage weight of each entry
-    fact_weight: np.ndarray  # co-occurrence weight of the fact edge at each entry (0: none)
-    edge_of: np.ndarray  # the fact edge of each entry (meaningful where fact_weight > 0)
     entry_rows: np.ndarray  # the row of each entry (the per-query transition needs it)
+    static_weight: np.ndarray  # synonym + entity-passage weight of each entry
+    static_out: np.ndarray  # (size,) each node's out-weight over its static entries
+    fact_entries: np.ndarray  # the entries carrying a fact edge
+    fact_rows: np.ndarray  # their rows
+    fact_edge: np.ndarray  # their fact edge
+    fact_weight: np.ndarray  # its co-occurrence weight
 
     @property
     def size(self) -> int:
         return len(self.indptr) - 1
 
+    def weights(self, edge_factor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(weight of each entry, out-weight of each node) for one query: fact entries scaled by
+        ``edge_factor[edge]``."""
+        scaled = self.fact_weight * edge_factor[self.fact_edge]
+        data = self.static_weight.copy()
+        data[self.fact_entries] += scaled  # an entry appears once, so no np.add.at
+        return data, self.static_out + np.bincount(self.fact_rows, scaled, minlength=self.size)
+
     def adjacency(self, edge_factor: np.ndarray) -> sp.csr_matrix:
-        """The weighted adjacency for one query: fact entries scaled by ``edge_factor[edge]``."""
-        scaled = self.fact_weight * edge_factor[self.edge_of] if len(edge_factor) else 0.0  # a graph with no edge
-        data = self.static_weight + scaled
-        return sp.csr_matrix((data, self.indices, self.indptr), shape=(self.size, self.size))
+        """The weighted adjacency for one query."""
+        return sp.csr_matrix((self.weights(edge_factor)[0], self.indices, self.indptr), shape=(self.size, self.size))
+
+    def transition(self, edge_factor: np.ndarray) -> Transition:
+        """The transition of :meth:`adjacency`, without a second pass for the out-weights."""
+        data, out_weight = self.weights(edge_factor)
+        adj = sp.csr_matrix((data, self.indices, self.indptr), shape=(self.size, self.size))
+        return symmetric_transition(adj, self.entry_rows, out_weight=out_weight)
 
 
 def build_passage_graph(snap: GraphSnapshot, synonyms: sp.csr_matrix, incidence: sp.csr_matrix) -> PassageGraph:
@@ -138,15 +154,19 @@ def build_passage_graph(snap: GraphSnapshot, synonyms: sp.csr_matrix, incidence:
     fact, syn, inc = snap.adj.tocoo(), synonyms.tocoo(), incidence.tocoo()
     rows = np.concatenate([fact.row, syn.row, inc.row, inc.col + n]).astype(np.int64)
     cols = np.concatenate([fact.col, syn.col, inc.col + n, inc.row]).astype(np.int64)
-    zeros = np.zeros(syn.nnz + 2 * inc.nnz)
-    fact_part = np.concatenate([fact.data.astype(np.float64), zeros])
     static_part = np.concatenate([np.zeros(fact.nnz), syn.data, inc.data, inc.data]).astype(np.float64)
     keys, inverse = np.unique(rows * size + cols, return_inverse=True)
-    edge_of = np.zeros(keys.size, np.int64)
-    edge_of[inverse[:fact.nnz]] = snap.entry_edge  # tocoo keeps CSR entry order, so entry_edge lines up
-    indptr = np.concatenate([[0], np.cumsum(np.bincount(keys // size, minlength=size))])
-    return PassageGraph(n, indptr, keys % size, np.bincount(inverse, static_part, keys.size),
-                        np.bincount(inverse, fact_part, keys.size), edge_of, keys // size)
+    static_weight = np.bincount(inverse, static_part, keys.size).astype(np.float64)  # int64 when empty
+    entry_rows = keys // size
+    # tocoo keeps CSR entry order, so snap.entry_edge lines up with the fact block's entries (distinct: a snapshot
+    # has no self-loop, so no edge is stored twice at one place)
+    fact_entries = inverse[:fact.nnz]
+    index_dtype = np.int32 if max(size, keys.size) < np.iinfo(np.int32).max else np.int64
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(entry_rows, minlength=size))]).astype(index_dtype)
+    return PassageGraph(n, indptr, (keys % size).astype(index_dtype), entry_rows.astype(index_dtype), static_weight,
+                        np.bincount(entry_rows, static_weight, minlength=size).astype(np.float64), fact_entries,
+                        entry_rows[fact_entries], np.asarray(snap.entry_edge, dtype=np.int64),
+                        fact.data.astype(np.float64))
 
 
 def dense_head_rows(dense: np.ndarray, vectors: np.ndarray, head: int, novelty: float,
@@ -196,6 +216,5 @@ def passage_ppr(graph: PassageGraph, entity_weights: np.ndarray, passage_weights
                 edge_factor: np.ndarray, damping: float) -> tuple[np.ndarray, np.ndarray]:
     """PPR over the passage graph with query-scaled fact edges: (entity scores (N,), passage scores (P,))."""
     personalization = np.concatenate([entity_weights, passage_weights])
-    transition = symmetric_transition(graph.adjacency(edge_factor), graph.entry_rows)
-    scores = personalized_pagerank(transition, personalization, damping=damping)
+    scores = personalized_pagerank(graph.transition(edge_factor), personalization, damping=damping)
     return scores[:graph.n_entities], scores[graph.n_entities:]

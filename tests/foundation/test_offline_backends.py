@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from types import SimpleNamespace
 
 import pytest
 
@@ -69,6 +70,25 @@ def test_offline_tokenizer_is_shared_on_deepcopy_and_counts_cl100k():
     assert copy.deepcopy(tokenizer) is tokenizer
     assert tokenizer.decode(tokenizer.encode("hello world")) == "hello world"
     assert len(tokenizer.encode("hello world")) == 2
+
+
+def test_offline_tokenizer_encodes_a_long_text_asked_again_once(monkeypatch):
+    tokenizer = OfflineTokenizer()
+    calls = []
+    encode = tokenizer.tokenizer.encode
+    monkeypatch.setattr(tokenizer, "tokenizer", SimpleNamespace(encode=lambda text, **kw: calls.append(text) or
+                                                                encode(text, **kw), decode=tokenizer.tokenizer.decode))
+    texts = [f"passage {i}: " + "the river bends near the old mill. " * 80 for i in range(10)]
+    first = [tokenizer.encode(text) for text in texts]
+    again = tokenizer.encode(texts[-1])
+    assert again == first[-1] == encode(texts[-1]) and len(calls) == 10  # the last text: from the memo
+    again.append(0)  # a caller's change does not reach the memo
+    assert tokenizer.encode(texts[-1]) == first[-1] and len(calls) == 10
+    tokenizer.encode(texts[0])  # evicted (eight kept): encoded again
+    assert len(calls) == 11
+    tokenizer.encode("short text")
+    tokenizer.encode("short text")  # short texts are always encoded
+    assert calls[-2:] == ["short text", "short text"]
 
 
 @pytest.mark.asyncio

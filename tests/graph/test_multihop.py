@@ -59,6 +59,30 @@ def test_matches_bruteforce_bfs(kind, seed, max_hop, top_neighbors, threshold):
         assert all(adj[x, y] != 0 for x, y in zip(path, path[1:]))
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_entity_similarity_as_a_function_is_asked_only_for_nodes_reached(seed):
+    adj = to_csr(weighted_graph("ba", 300, seed))
+    rng = np.random.default_rng(seed)
+    ent = rng.uniform(-0.5, 1.0, adj.shape[0]).astype(np.float32)  # float32, as the entity matrix's products
+    edge = rng.uniform(-0.5, 1.0, adj.nnz)
+    seeds = rng.choice(adj.shape[0], 3, replace=False)
+    asked = []
+
+    def sims(rows):
+        asked.append(np.asarray(rows).copy())
+        return ent[rows]
+
+    lazy = multihop_expand(adj, seeds, sims, edge, max_hop=2, top_neighbors=10, **PARAMS)
+    whole = multihop_expand(adj, seeds, ent, edge, max_hop=2, top_neighbors=10, **PARAMS)
+    for name in ("nodes", "scores", "hops", "parents", "parent_edges", "edge_index"):
+        np.testing.assert_array_equal(getattr(lazy, name), getattr(whole, name))
+    # only neighbours of the seeds and of the first hop's nodes
+    frontier = np.concatenate([seeds, lazy.nodes[lazy.hops == 1]])
+    neighbours = set(np.concatenate([adj.indices[adj.indptr[u]:adj.indptr[u + 1]] for u in frontier]).tolist())
+    reached = set(np.concatenate(asked).tolist())
+    assert reached <= neighbours and len(reached) < adj.shape[0] // 2
+
+
 def _star_and_chain():
     # 0 - 1, 0 - 2, 1 - 3, 2 - 3, 3 - 4: node 3 is reachable from 1 and 2 at hop 2
     rows, cols = zip(*[(0, 1), (0, 2), (1, 3), (2, 3), (3, 4)])

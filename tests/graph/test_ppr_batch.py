@@ -113,7 +113,7 @@ def test_large_graph_hub_probe_is_exact():
     a.eliminate_zeros()
     t = transition_matrix(a)
     assert t.hubs.size >= 1024 and t.dangling.any()
-    exact = Transition(pt=t.pt, dangling=t.dangling, hubs=np.arange(0))
+    exact = Transition(t.dangling, hubs=np.arange(0), pt_matrix=t.pt)
     p = _seeds(n, 6, rng)
     p[0, 5] = 1.0  # node 0 dangles: a seed that keeps its own mass
     fast = personalized_pagerank_batch(t, p, block_width=4)

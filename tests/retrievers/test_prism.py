@@ -134,8 +134,10 @@ async def test_entity_similarities_use_vectors_by_id(rag, monkeypatch):
     sig = await prism_expand.query_signals(ctx, snap)
     description = {n: d for n, _, d, _ in ENTITIES}
     expected = [hash_vector(f"{n}\n{description[n]}") @ hash_vector("Alice Vance") for n in snap.node_ids]
-    assert np.allclose(sig.ent_sim, expected, atol=1e-5)
-    assert snap.node_ids[int(np.argmax(sig.ent_sim))] == "Alice Vance"
+    rows = np.array([3, 0, 3])  # computed for the rows asked, then for every row
+    assert np.allclose(sig.ent_sim(rows), np.asarray(expected)[rows], atol=1e-5)
+    assert np.allclose(sig.ent_sim.values(), expected, atol=1e-5)
+    assert snap.node_ids[int(np.argmax(sig.ent_sim.values()))] == "Alice Vance"
 
 
 async def test_fastrp_is_cached_and_updated_incrementally_when_the_graph_grows(rag):

@@ -177,7 +177,7 @@ async def _linked_seeds(ctx, snap, sig: px.QuerySignals) -> tuple[np.ndarray, np
     linked = pr.name_links(snap, spans)
     ctx.retrieval.metadata["name_links"] = [snap.node_ids[i] for i in linked.tolist()]
     if not seeds.any() and linked.size == 0 and snap.num_nodes:
-        linked = top_indices(sig.ent_sim, 1)
+        linked = top_indices(sig.ent_sim.values(), 1)
         ctx.retrieval.record_fallback("prism_seeds", f"nothing linked: nearest entity {snap.node_ids[linked[0]]!r}")
     return pr.seed_vector(seeds, linked, num_chunks), fact_ids, fact_scores
 
