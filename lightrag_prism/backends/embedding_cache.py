@@ -43,6 +43,10 @@ class CachedEmbedding:
     def __deepcopy__(self, memo):  # LightRAG deep-copies its config on every call: share, don't copy
         return self
 
+    def clear(self) -> None:
+        """Forget every vector (calls in flight still complete)."""
+        self._vectors.clear()
+
     def _store(self, key: str, vector: np.ndarray) -> None:
         self._vectors[key] = vector
         self._vectors.move_to_end(key)
@@ -103,3 +107,11 @@ def with_embedding_cache(embedding_func, max_entries: int):
     if max_entries <= 0 or isinstance(getattr(embedding_func, "func", None), CachedEmbedding):
         return embedding_func
     return replace(embedding_func, func=CachedEmbedding(embedding_func.func, max_entries))
+
+
+def embedding_cache_of(embedding_func) -> CachedEmbedding | None:
+    """The :class:`CachedEmbedding` inside ``embedding_func`` (also through LightRAG's wrappers), or None."""
+    func = getattr(embedding_func, "func", None)
+    while func is not None and not isinstance(func, CachedEmbedding):
+        func = getattr(func, "__wrapped__", None)
+    return func

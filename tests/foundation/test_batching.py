@@ -7,7 +7,7 @@ import asyncio
 import numpy as np
 import pytest
 
-from lightrag_prism.backends.embedding_cache import CachedEmbedding, with_embedding_cache
+from lightrag_prism.backends.embedding_cache import CachedEmbedding, embedding_cache_of, with_embedding_cache
 from lightrag_prism.batcher import MicroBatcher
 from lightrag_prism.insert.group_commit import CommitPolicy, GroupFlush
 from tests.helpers import hash_embedding_func
@@ -83,6 +83,25 @@ async def test_with_embedding_cache_keeps_the_embedding_func_contract():
     vectors = await wrapped(["one", "two"])
     np.testing.assert_allclose(vectors, await func(["one", "two"]))
     assert wrapped.embedding_dim == func.embedding_dim
+
+
+async def test_the_cache_is_found_through_lightrags_wrapper_and_cleared():
+    from dataclasses import replace
+
+    from lightrag.utils import priority_limit_async_func_call
+
+    inner = CountingInner()
+    func = with_embedding_cache(replace(hash_embedding_func(2), func=inner), 10)
+    # as LightRAG's __post_init__ wraps it
+    wrapped = replace(func, func=priority_limit_async_func_call(2, concurrency_group="embedding")(func.func))
+    cache = embedding_cache_of(wrapped)
+    assert cache is func.func and embedding_cache_of(hash_embedding_func(2)) is None
+    await wrapped(["alpha"])
+    await wrapped(["alpha"])
+    assert inner.calls == [["alpha"]]
+    cache.clear()
+    await wrapped(["alpha"])
+    assert inner.calls == [["alpha"], ["alpha"]]
 
 
 class SlowStore:
