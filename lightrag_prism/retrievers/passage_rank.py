@@ -8,7 +8,7 @@ on snapshot arrays).
   of short names are weak evidence; an exact name in the question is strong evidence, and on MuSiQue it adds 4.6
   points of R@5 (docs/prism.md).
 * **Passage graph** (:class:`PassageGraph`): entities and passages as nodes; fact edges (co-occurrence weight),
-  synonym edges and entity-passage edges, in one CSR whose weights are recomputed per query in O(nnz):
+  synonym edges and entity-passage edges, in one CSR whose fact entries are re-weighted per query:
   ``static + cooccurrence * edge_factor[edge]`` with ``edge_factor = max(cos(relation, query), 0) + floor``, so the
   query-aware factor multiplies the fact edges' co-occurrence weight and never touches synonym/passage edges.
 * **Ranking** (:func:`passage_ppr`): one PPR whose personalization is the entity weights (seeds plus the
