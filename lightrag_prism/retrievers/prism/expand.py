@@ -58,8 +58,6 @@ class EntitySimilarity:
             self._values[missing] = self.matrix[missing] @ self.vector
         return self._values[rows]
 
-    __getitem__ = __call__
-
     def values(self) -> np.ndarray:
         """(N,) every row's similarity."""
         if np.isnan(self._values).any():
@@ -110,11 +108,11 @@ async def query_signals(ctx, snap: GraphSnapshot,
     return QuerySignals(EntitySimilarity(ent, vecs[1]), rel_sim, vecs[0], fact_sim)
 
 
-def seed_weights(ent_sim: EntitySimilarity | np.ndarray, seeds: np.ndarray, temperature: float) -> np.ndarray:
+def seed_weights(ent_sim: EntitySimilarity, seeds: np.ndarray, temperature: float) -> np.ndarray:
     """softmax(cos(seed, ll keywords) / temperature) over the seeds."""
     if seeds.size == 0:
         return np.zeros(0)
-    z = ent_sim[seeds].astype(np.float64) / temperature
+    z = ent_sim(seeds).astype(np.float64) / temperature
     w = np.exp(z - z.max())
     return w / w.sum()
 
