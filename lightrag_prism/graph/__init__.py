@@ -1,7 +1,7 @@
 """Pure graph kernels: numpy/scipy arrays in, arrays out (no LightRAG import, no async, no I/O)."""
 from .fastrp import FastRPState, fastrp_embeddings, fastrp_similarity, normalized_adjacency, random_projection
 from .fusion import FusionResult, normalized_score_fusion, reciprocal_rank_fusion
-from .knn import topk_cosine
+from .knn import cached_rows, topk_cosine
 from .multihop import MultihopResult, multihop_expand, path_to_seed
 from .ppr import (
     Transition,
@@ -17,6 +17,7 @@ __all__ = [
     "FusionResult",
     "MultihopResult",
     "Transition",
+    "cached_rows",
     "edge_reweighted",
     "fastrp_embeddings",
     "fastrp_similarity",

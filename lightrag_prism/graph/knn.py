@@ -2,19 +2,30 @@
 
 The query x corpus similarity matrix is never materialised: queries are processed ``block_size`` at
 a time, so peak extra memory is O(block_size * N) floats. The dtype of the inputs is kept (float32
-inputs halve time and memory; float64 otherwise).
+inputs halve time and memory; float64 otherwise). Also :func:`cached_rows`, the similarities of a query computed
+only for the rows a walk reaches (prism's multi-hop, FiDeLiS's beams).
 """
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["topk_cosine", "unit_rows"]
+__all__ = ["cached_rows", "topk_cosine", "unit_rows"]
 
 
 def unit_rows(x: np.ndarray) -> np.ndarray:
     """Rows scaled to unit L2 norm in ``x``'s dtype; a zero row stays zero (cosine 0 to everything)."""
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)  # zero vector: cosine 0
+
+
+def cached_rows(cache: np.ndarray, rows, compute) -> np.ndarray:
+    """``cache[rows]``, where NaN marks a row not computed yet: those are filled first by ``compute(missing rows)``
+    (each once, however often ``rows`` names it). For per-query similarities that only some rows ever need."""
+    rows = np.asarray(rows, dtype=np.int64)
+    missing = np.unique(rows[np.isnan(cache[rows])])
+    if missing.size:
+        cache[missing] = compute(missing)
+    return cache[rows]
 
 
 def _block_topk(sims: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -140,13 +140,15 @@ class PassageGraph:
 
     def adjacency(self, edge_factor: np.ndarray) -> sp.csr_matrix:
         """The weighted adjacency for one query."""
-        return sp.csr_matrix((self.weights(edge_factor)[0], self.indices, self.indptr), shape=(self.size, self.size))
+        return self._csr(self.weights(edge_factor)[0])
 
     def transition(self, edge_factor: np.ndarray) -> Transition:
         """The transition of :meth:`adjacency`, without a second pass for the out-weights."""
         data, out_weight = self.weights(edge_factor)
-        adj = sp.csr_matrix((data, self.indices, self.indptr), shape=(self.size, self.size))
-        return symmetric_transition(adj, self.entry_rows, out_weight=out_weight)
+        return symmetric_transition(self._csr(data), self.entry_rows, out_weight=out_weight)
+
+    def _csr(self, data: np.ndarray) -> sp.csr_matrix:
+        return sp.csr_matrix((data, self.indices, self.indptr), shape=(self.size, self.size))
 
 
 def build_passage_graph(snap: GraphSnapshot, synonyms: sp.csr_matrix, incidence: sp.csr_matrix) -> PassageGraph:

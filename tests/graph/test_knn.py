@@ -59,3 +59,21 @@ def test_bad_shapes_raise():
         topk_cosine(np.ones((2, 3)), np.ones((4, 2)), 1)
     with pytest.raises(ValueError):
         topk_cosine(np.ones((2, 3)), np.ones((4, 3)), 0)
+
+
+def test_cached_rows_computes_each_missing_row_once_and_keeps_it():
+    from lightrag_prism.graph import cached_rows
+
+    values = np.arange(10, dtype=np.float64) * 1.5
+    asked = []
+
+    def compute(rows):
+        asked.append(rows.tolist())
+        return values[rows]
+
+    cache = np.full(10, np.nan)
+    assert cached_rows(cache, [3, 1, 3], compute).tolist() == [4.5, 1.5, 4.5]
+    assert cached_rows(cache, np.array([1, 7]), compute).tolist() == [1.5, 10.5]
+    assert cached_rows(cache, [7, 3], compute).tolist() == [10.5, 4.5]
+    assert asked == [[1, 3], [7]]  # sorted, distinct, and only rows not computed before
+    assert np.isnan(cache[[0, 2, 4, 5, 6, 8, 9]]).all()

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from ...graph import cached_rows
+
 
 @dataclass
 class Path:
@@ -62,14 +64,10 @@ class HopScorer:
 
     # --- similarities -------------------------------------------------------------------------------------------
     def _fill(self, cache: np.ndarray, matrix: np.ndarray, ids: np.ndarray) -> np.ndarray:
-        ids = np.asarray(ids, dtype=np.int64)
-        missing = np.unique(ids[np.isnan(cache[ids])])
-        if len(missing):
-            if len(self.keywords):
-                cache[missing] = (matrix[missing] @ self.keywords.T).max(axis=1)
-            else:
-                cache[missing] = 0.0
-        return cache[ids]
+        def best_keyword(missing: np.ndarray) -> np.ndarray:
+            return (matrix[missing] @ self.keywords.T).max(axis=1) if len(self.keywords) else 0.0
+
+        return cached_rows(cache, ids, best_keyword)
 
     def ent_sim(self, nodes: np.ndarray) -> np.ndarray:
         return self._fill(self._ent, self.entity_vecs, nodes)

@@ -24,6 +24,7 @@ import scipy.sparse as sp
 
 from ...graph import (
     FastRPState,
+    cached_rows,
     edge_reweighted,
     fastrp_similarity,
     multihop_expand,
@@ -52,11 +53,7 @@ class EntitySimilarity:
         self._values = np.full(len(matrix), np.nan, dtype=np.float32)
 
     def __call__(self, rows: np.ndarray) -> np.ndarray:
-        rows = np.asarray(rows, dtype=np.int64)
-        missing = np.unique(rows[np.isnan(self._values[rows])])
-        if missing.size:
-            self._values[missing] = self.matrix[missing] @ self.vector
-        return self._values[rows]
+        return cached_rows(self._values, rows, lambda missing: self.matrix[missing] @ self.vector)
 
     def values(self) -> np.ndarray:
         """(N,) every row's similarity."""
