@@ -125,7 +125,18 @@ class SlowStore:
         return seen
 
 
-async def test_group_flush_coalesces_callers_and_waits_for_a_flush_started_after_the_call():
+@pytest.fixture
+def no_gc_pauses():
+    """A collection pass in a big test process can pause for tens of milliseconds (650 ms measured with torch and
+    LightRAG loaded): keep it out of the timed steps of the flush tests below."""
+    enabled = gc.isenabled()
+    gc.disable()
+    yield
+    if enabled:
+        gc.enable()
+
+
+async def test_group_flush_coalesces_callers_and_waits_for_a_flush_started_after_the_call(no_gc_pauses):
     store = SlowStore()
     group = GroupFlush(store.flush)
     store.pending = 1
@@ -143,16 +154,6 @@ async def test_group_flush_errors_reach_every_caller_of_that_flush():
     group = GroupFlush(SlowStore(fail=True).flush)
     results = await asyncio.gather(group(), group(), return_exceptions=True)
     assert all(isinstance(r, OSError) for r in results)
-
-
-@pytest.fixture
-def no_gc_pauses():
-    """A collection pass in a big test process can pause for tens of milliseconds: keep it out of timed steps."""
-    enabled = gc.isenabled()
-    gc.disable()
-    yield
-    if enabled:
-        gc.enable()
 
 
 async def test_bulk_runs_pace_every_store_by_the_flush_time_of_all_and_single_runs_are_not_delayed(no_gc_pauses):
@@ -174,7 +175,7 @@ async def test_bulk_runs_pace_every_store_by_the_flush_time_of_all_and_single_ru
         assert policy.round_seconds() == 0.0
 
 
-async def test_flushes_that_overlap_count_once_in_the_round():
+async def test_flushes_that_overlap_count_once_in_the_round(no_gc_pauses):
     """Flushes queued on LightRAG's one storage thread overlap in time: each one's duration includes the wait behind
     the others, so the round is paced by their union, not by the sum of their durations."""
     policy = CommitPolicy(pace=1.0, min_gap=0.0)
@@ -184,7 +185,7 @@ async def test_flushes_that_overlap_count_once_in_the_round():
         assert policy.round_seconds() == pytest.approx(0.03, abs=0.015)  # the sum would be 0.12
 
 
-async def test_bulk_runs_flush_a_small_store_at_most_once_per_min_gap():
+async def test_bulk_runs_flush_a_small_store_at_most_once_per_min_gap(no_gc_pauses):
     policy = CommitPolicy(pace=0.0, min_gap=0.05)
     store = SlowStore(seconds=0.001)
     group = GroupFlush(store.flush, policy)
