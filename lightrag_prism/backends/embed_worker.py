@@ -8,9 +8,10 @@ process (``local_embedder``) talks to it, over its own pipes.
 **Batches.** A request's texts are sorted by their word-piece count and cut into forward passes of at most
 ``batch_size`` texts and :data:`TOKENS_PER_BATCH` padded word pieces (:func:`length_batches`). sentence-transformers
 sorts by characters, which pads a batch of 64 entity texts to 1.6x their word pieces, and a pass of 64 such texts
-runs slower per token than one of a few hundred tokens. Measured on a 2-core AVX2 machine (fp32, 2 threads,
-entity and relation texts of ~45 word pieces, passages of ~100): 48.7 -> 82-92 entity texts/s, 22.4 -> 34-37
-passages/s. The vectors are the same to 1e-7.
+runs slower per token than one of a few hundred tokens. Measured through this worker on a 2-core AVX2 machine
+(fp32, 2 threads, requests of 1,024 texts; entity texts of ~45 word pieces, passages of ~100): 51.9 -> 81-86
+entity texts/s, 23.8 -> 29-34 passages/s; the pooled bench's build 65.4 -> 51.4 min (docs/benchmarks.md). The
+vectors are the same to 1e-7.
 
 **Precision.** On CPUs with bfloat16 units (AMX, AVX512-BF16) running the model under ``torch.autocast`` in bf16
 is about 2.6x faster (measured: 326 -> 851 texts/s, 2 threads) with vectors that keep a cosine of at least 0.9999
