@@ -35,6 +35,16 @@ def test_the_numpy_forward_pass_gives_sentence_transformers_vectors(reference):
     assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
 
 
+def test_every_layer_runs_in_float32():
+    """A float64 numpy scalar in the GELU or the attention scale made numpy 2 run every later layer in float64,
+    at twice the time; the hidden states must come out of the last layer as float32."""
+    encoder = shared_encoder()
+    encoded = encoder.tokenizer.encode_batch(TEXTS[:2])
+    ids = np.array([e.ids for e in encoded], dtype=np.int64)
+    mask = np.array([e.attention_mask for e in encoded], dtype=np.float32)
+    assert encoder._forward(ids, mask).dtype == np.float32
+
+
 def test_a_text_padded_in_a_batch_gets_the_vector_it_gets_alone():
     alone = np.stack([shared_encoder().encode([t])[0] for t in TEXTS])
     assert np.abs(shared_encoder().encode(TEXTS) - alone).max() < 1e-5
