@@ -8,6 +8,7 @@ from .ppr import (
     edge_reweighted,
     personalized_pagerank,
     personalized_pagerank_batch,
+    symmetric_ppr,
     symmetric_transition,
     transition_matrix,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "personalized_pagerank_batch",
     "random_projection",
     "reciprocal_rank_fusion",
+    "symmetric_ppr",
     "symmetric_transition",
     "topk_cosine",
     "transition_matrix",

@@ -59,6 +59,7 @@ __all__ = [
     "edge_reweighted",
     "personalized_pagerank",
     "personalized_pagerank_batch",
+    "symmetric_ppr",
     "symmetric_transition",
 ]
 
@@ -298,6 +299,25 @@ def personalized_pagerank(adj, personalization, *, damping=0.85, tol=1e-6, max_i
     if p.ndim != 1:
         raise ValueError(f"personalization must be 1-D, got shape {p.shape}")
     return personalized_pagerank_batch(t, p[:, None], damping=damping, tol=tol, max_iter=max_iter)[:, 0]
+
+
+def symmetric_ppr(adj: sp.csr_matrix, out_weight: np.ndarray, personalization, *, damping=0.85, tol=1e-6,
+                  max_iter=100) -> np.ndarray:
+    """Personalized PageRank of one distribution on an undirected graph whose weights change per call.
+
+    ``adj``: a symmetric CSR of finite non-negative weights (not checked here); ``out_weight``: its row sums, which
+    callers re-weighting a graph per query have. The same fixed point and L1 guarantee as
+    ``personalized_pagerank(symmetric_transition(adj), ...)``, by conjugate gradients on ``D^-1/2 A D^-1/2`` applied
+    as a scaled product (``ppr_cg.ScaledAdjacency``) instead of a normalised copy of ``adj`` per call. The whole
+    graph is solved: the restriction to the seeds' components is for a few seeds on a cached transition.
+    """
+    _check_params(damping, tol, max_iter)
+    p = np.asarray(personalization, dtype=np.float64)
+    if p.ndim != 1:
+        raise ValueError(f"personalization must be 1-D, got shape {p.shape}")
+    degree = np.asarray(out_weight, dtype=np.float64)
+    p = _normalized_columns(p[:, None], adj.shape[0])
+    return ppr_cg.solve(ppr_cg.ScaledAdjacency(adj, degree), degree, p, damping, tol, max_iter)[:, 0]
 
 
 def personalized_pagerank_batch(adj, personalizations, *, damping=0.85, tol=1e-6, max_iter=100,

@@ -16,11 +16,35 @@ bound is <= tol. The bound needs two passes over the column, so it is evaluated 
 
 Columns are solved together, vectorised; a column leaves the working block once converged, so column j of a
 batch does exactly the steps a single solve of it does.
+
+A graph re-weighted per query is solved through :class:`ScaledAdjacency`, which applies ``D^-1/2 A D^-1/2``
+without forming it.
 """
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+
+
+class ScaledAdjacency:
+    """``D^-1/2 A D^-1/2`` applied as ``s * (A @ (s * x))`` with ``s = D^-1/2`` (0 on nodes of degree 0).
+
+    For a graph whose weights change per query: forming the normalised matrix costs two gathers and a copy over
+    every stored entry per query; scaling the vector costs two passes over the nodes per step instead. On the
+    9,002-passage bench graph (66,000 nodes, 417,000 entries), in the querying process, the passage-aware PPR took
+    26.5 ms against 29.8 (median of 75 questions, both ways on each, alternating)."""
+
+    def __init__(self, adjacency: sp.csr_matrix, degree: np.ndarray) -> None:
+        self.shape = adjacency.shape
+        self.adjacency = adjacency
+        inv_sqrt = np.divide(1.0, np.sqrt(degree), out=np.zeros_like(degree, dtype=np.float64), where=degree > 0)
+        self.scale = inv_sqrt[:, None]
+
+    def __matmul__(self, x: np.ndarray) -> np.ndarray:
+        scale = self.scale if x.ndim == 2 else self.scale[:, 0]
+        out = self.adjacency @ (x * scale)
+        out *= scale
+        return out
 
 
 def normalized_adjacency(pt: sp.csr_matrix, degree: np.ndarray) -> sp.csr_matrix:
@@ -48,10 +72,10 @@ def _error_bound(z, r, sqrt_deg, isolated_mass, damping) -> np.ndarray:
     return np.where(total - error > 0, bound, np.inf)
 
 
-def solve(normalized: sp.csr_matrix, degree: np.ndarray, p: np.ndarray, damping: float, tol: float,
-          max_iter: int) -> np.ndarray:
-    """PPR of the columns of ``p`` (N, B), each summing to 1, on the graph of ``normalized``; (N, B) result
-    whose columns sum to 1. ``max_iter`` caps the CG steps without raising."""
+def solve(normalized, degree: np.ndarray, p: np.ndarray, damping: float, tol: float, max_iter: int) -> np.ndarray:
+    """PPR of the columns of ``p`` (N, B), each summing to 1, on the graph of ``normalized`` (the CSR
+    ``D^-1/2 A D^-1/2``, or a :class:`ScaledAdjacency`); (N, B) result whose columns sum to 1. ``max_iter`` caps
+    the CG steps without raising."""
     sqrt_deg = np.sqrt(degree)[:, None]
     isolated = degree == 0
     # ||D^1/2 r||_1 >= min(sqrt(d)) ||r||_2 (r is 0 on isolated nodes): the exact check waits for this bound

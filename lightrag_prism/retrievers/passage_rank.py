@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..graph import Transition, knn, personalized_pagerank, symmetric_transition
+from ..graph import knn, symmetric_ppr
 from ..snapshot import GraphSnapshot, node_moves
 
 NUM_CHUNKS_KEY = "prism_entity_num_chunks"
@@ -118,7 +118,6 @@ class PassageGraph:
     n_entities: int
     indptr: np.ndarray  # int32 where it fits: scipy's sparse product is faster on int32 indices
     indices: np.ndarray
-    entry_rows: np.ndarray  # the row of each entry (the per-query transition needs it)
     static_weight: np.ndarray  # synonym + entity-passage weight of each entry
     static_out: np.ndarray  # (size,) each node's out-weight over its static entries
     fact_entries: np.ndarray  # the entries carrying a fact edge
@@ -140,12 +139,12 @@ class PassageGraph:
 
     def adjacency(self, edge_factor: np.ndarray) -> sp.csr_matrix:
         """The weighted adjacency for one query."""
-        return self._csr(self.weights(edge_factor)[0])
+        return self.weighted(edge_factor)[0]
 
-    def transition(self, edge_factor: np.ndarray) -> Transition:
-        """The transition of :meth:`adjacency`, without a second pass for the out-weights."""
+    def weighted(self, edge_factor: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray]:
+        """The weighted adjacency for one query and its row sums, without a second pass for the sums."""
         data, out_weight = self.weights(edge_factor)
-        return symmetric_transition(self._csr(data), self.entry_rows, out_weight=out_weight)
+        return self._csr(data), out_weight
 
     def _csr(self, data: np.ndarray) -> sp.csr_matrix:
         return sp.csr_matrix((data, self.indices, self.indptr), shape=(self.size, self.size))
@@ -168,7 +167,7 @@ def build_passage_graph(snap: GraphSnapshot, synonyms: sp.csr_matrix, incidence:
     fact_entries = inverse[:fact.nnz]
     index_dtype = np.int32 if max(size, keys.size) < np.iinfo(np.int32).max else np.int64
     indptr = np.concatenate([[0], np.cumsum(np.bincount(entry_rows, minlength=size))]).astype(index_dtype)
-    return PassageGraph(n, indptr, (keys % size).astype(index_dtype), entry_rows.astype(index_dtype), static_weight,
+    return PassageGraph(n, indptr, (keys % size).astype(index_dtype), static_weight,
                         np.bincount(entry_rows, static_weight, minlength=size).astype(np.float64), fact_entries,
                         entry_rows[fact_entries], np.asarray(snap.entry_edge, dtype=np.int64),
                         fact.data.astype(np.float64))
@@ -221,6 +220,5 @@ def passage_ppr(graph: PassageGraph, entity_weights: np.ndarray, passage_weights
                 edge_factor: np.ndarray, damping: float) -> tuple[np.ndarray, np.ndarray]:
     """PPR over the passage graph with query-scaled fact edges: (entity scores (N,), passage scores (P,))."""
     personalization = np.concatenate([entity_weights, passage_weights])
-    scores = personalized_pagerank(graph.transition(edge_factor), personalization, damping=damping,
-                                   tol=PASSAGE_PPR_TOL)
+    scores = symmetric_ppr(*graph.weighted(edge_factor), personalization, damping=damping, tol=PASSAGE_PPR_TOL)
     return scores[:graph.n_entities], scores[graph.n_entities:]

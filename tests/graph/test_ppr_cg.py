@@ -5,7 +5,12 @@ import numpy as np
 import pytest
 
 from lightrag_prism.graph import ppr_cg
-from lightrag_prism.graph.ppr import personalized_pagerank, personalized_pagerank_batch, transition_matrix
+from lightrag_prism.graph.ppr import (
+    personalized_pagerank,
+    personalized_pagerank_batch,
+    symmetric_ppr,
+    transition_matrix,
+)
 from tests.graph._graphs import to_csr, weighted_graph
 
 
@@ -93,3 +98,39 @@ def test_a_seed_in_a_small_component_is_solved_on_that_component_only():
     p[:] = 0.0
     p[[0, 301]] = 1.0  # seeds in both components: still exact
     assert np.abs(personalized_pagerank(t, p) - _nx_ppr(g, p, 0.85)).sum() <= 1e-6
+
+
+@pytest.mark.parametrize("kind", ["er", "ba"])
+@pytest.mark.parametrize("damping", [0.5, 0.85])
+def test_symmetric_ppr_on_the_scaled_product_is_within_tol_of_networkx(kind, damping):
+    """symmetric_ppr never forms D^-1/2 A D^-1/2 (ScaledAdjacency); same guarantee as the cached transition."""
+    g = weighted_graph(kind, 300, 17, n_isolated=3)
+    a = to_csr(g)
+    p = _seeds(303, 5, np.random.default_rng(8), extra=(301,))  # a seed on an isolated node keeps its mass
+    got = symmetric_ppr(a, np.asarray(a.sum(axis=1)).ravel(), p, damping=damping, tol=1e-8, max_iter=10000)
+    assert got.sum() == pytest.approx(1.0, abs=1e-12)
+    assert np.abs(got - _nx_ppr(g, p, damping)).sum() <= 1e-8
+    cached = personalized_pagerank(transition_matrix(a, symmetric=True), p, damping=damping, tol=1e-8, max_iter=10000)
+    assert np.abs(got - cached).sum() <= 2e-8
+
+
+def test_scaled_adjacency_is_the_normalised_matrix_on_vectors_and_blocks():
+    a = to_csr(weighted_graph("er", 200, 4, n_isolated=2))
+    degree = np.asarray(a.sum(axis=1)).ravel()
+    normalized = ppr_cg.normalized_adjacency(transition_matrix(a).pt, degree)
+    x = np.random.default_rng(1).standard_normal((202, 3))
+    scaled = ppr_cg.ScaledAdjacency(a, degree)
+    np.testing.assert_allclose(scaled @ x, normalized @ x, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(scaled @ x[:, 0], normalized @ x[:, 0], rtol=1e-12, atol=1e-14)
+    assert not (scaled @ x)[degree == 0].any()  # isolated nodes: empty rows, as in the normalised matrix
+
+
+def test_symmetric_ppr_rejects_what_personalized_pagerank_rejects():
+    a = to_csr(weighted_graph("ba", 50, 2))
+    degree = np.asarray(a.sum(axis=1)).ravel()
+    with pytest.raises(ValueError, match="all zero"):
+        symmetric_ppr(a, degree, np.zeros(50))
+    with pytest.raises(ValueError, match="1-D"):
+        symmetric_ppr(a, degree, np.ones((50, 1)))
+    with pytest.raises(ValueError, match="damping"):
+        symmetric_ppr(a, degree, np.ones(50), damping=1.0)

@@ -67,9 +67,9 @@ def test_passage_graph_equals_the_block_matrix_built_independently(seed):
                          shape=(n, n))
     expected = sp.bmat([[fact + syn, inc], [inc.T, None]]).toarray()
     assert np.allclose(graph.adjacency(factor).toarray(), expected)
-    transition = graph.transition(factor)  # out-weights from the static part plus the scaled fact entries
-    assert np.allclose(transition.out_weight, expected.sum(axis=1))
-    assert np.allclose(transition.pt.toarray(), expected / np.where(expected.sum(axis=1) > 0, expected.sum(axis=1), 1))
+    adjacency, out_weight = graph.weighted(factor)  # out-weights from the static part plus the scaled fact entries
+    assert np.allclose(adjacency.toarray(), expected)
+    assert np.allclose(out_weight, expected.sum(axis=1))
 
 
 def test_passage_ppr_matches_networkx_on_the_weighted_graph():
