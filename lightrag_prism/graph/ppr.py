@@ -21,7 +21,8 @@ Solvers
 * Undirected graphs (``transition_matrix(adj, symmetric=True)``): a single distribution is solved by
   conjugate gradients on the symmetrised system (``ppr_cg``; same fixed point, an L1 error bound
   instead of a heuristic stop, ~3x fewer matrix products at damping 0.85). On the MuSiQue KG that is
-  1 ms against 10 ms for the power iteration (benchmarks/bench_ppr.py).
+  1 ms against 10 ms for the power iteration (benchmarks/bench_ppr.py). An undirected graph whose
+  weights change per query takes ``symmetric_ppr``: the same solve with no transition built per call.
 * Directed graphs, and batches of several distributions: the power iteration below. CG batches
   poorly (four dense vectors per column per step against the power iteration's two), so a batch
   on an undirected graph runs the power iteration too; its columns then agree with single calls
