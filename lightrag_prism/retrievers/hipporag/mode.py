@@ -32,7 +32,7 @@ from .facts import fact_view, minmax, top_facts
 from .filter import STEP, recognise
 from .graph import HippoGraph, hipporag_graph
 from ...keywords import entity_spans
-from ..passage_rank import name_links, seed_vector, top_indices
+from ..passage_rank import PASSAGE_PPR_TOL, name_links, seed_vector, top_indices
 
 KIND = "chunks"
 # Min-max over all facts gives the graph's worst fact 0; in a small graph that can be a kept fact, which would then
@@ -102,7 +102,8 @@ def rank_passages(graph: HippoGraph, seeds: np.ndarray, dense: np.ndarray, param
 
     Then the dense head (``hipporag_dense_head``; 0 gives HippoRAG 2's PPR order)."""
     personalization = np.concatenate([seeds, minmax(dense) * param.passage_node_weight])
-    ppr = personalized_pagerank(graph.transition, personalization, damping=param.hipporag_damping)
+    ppr = personalized_pagerank(graph.transition, personalization, damping=param.hipporag_damping,
+                                tol=PASSAGE_PPR_TOL)
     head = graph.head_rows(dense, param.hipporag_dense_head, param.dense_head_novelty)
     return dense_head(ppr[graph.n_entities:], head)
 
