@@ -288,6 +288,14 @@ def _check_params(damping: float, tol: float, max_iter: int) -> None:
         raise ValueError("tol must be > 0 and max_iter >= 1")
 
 
+def _one_column(personalization) -> np.ndarray:
+    """A 1-D personalization as an (N, 1) float64 column (the solvers work on columns)."""
+    p = np.asarray(personalization, dtype=np.float64)
+    if p.ndim != 1:
+        raise ValueError(f"personalization must be 1-D, got shape {p.shape}")
+    return p[:, None]
+
+
 def personalized_pagerank(adj, personalization, *, damping=0.85, tol=1e-6, max_iter=100) -> np.ndarray:
     """Personalized PageRank of one seed distribution.
 
@@ -296,10 +304,8 @@ def personalized_pagerank(adj, personalization, *, damping=0.85, tol=1e-6, max_i
     probability vector (sums to 1). ``max_iter`` caps the iterations without raising.
     """
     t = _as_transition(adj)
-    p = np.asarray(personalization, dtype=np.float64)
-    if p.ndim != 1:
-        raise ValueError(f"personalization must be 1-D, got shape {p.shape}")
-    return personalized_pagerank_batch(t, p[:, None], damping=damping, tol=tol, max_iter=max_iter)[:, 0]
+    column = _one_column(personalization)
+    return personalized_pagerank_batch(t, column, damping=damping, tol=tol, max_iter=max_iter)[:, 0]
 
 
 def symmetric_ppr(adj: sp.csr_matrix, out_weight: np.ndarray, personalization, *, damping=0.85, tol=1e-6,
@@ -313,11 +319,8 @@ def symmetric_ppr(adj: sp.csr_matrix, out_weight: np.ndarray, personalization, *
     graph is solved: the restriction to the seeds' components is for a few seeds on a cached transition.
     """
     _check_params(damping, tol, max_iter)
-    p = np.asarray(personalization, dtype=np.float64)
-    if p.ndim != 1:
-        raise ValueError(f"personalization must be 1-D, got shape {p.shape}")
     degree = np.asarray(out_weight, dtype=np.float64)
-    p = _normalized_columns(p[:, None], adj.shape[0])
+    p = _normalized_columns(_one_column(personalization), adj.shape[0])
     return ppr_cg.solve(ppr_cg.ScaledAdjacency(adj, degree), degree, p, damping, tol, max_iter)[:, 0]
 
 

@@ -26,6 +26,12 @@ import numpy as np
 import scipy.sparse as sp
 
 
+def inverse_sqrt(degree: np.ndarray) -> np.ndarray:
+    """``D^-1/2`` as a vector: ``1 / sqrt(degree)``, 0 on nodes of degree 0."""
+    degree = np.asarray(degree, dtype=np.float64)
+    return np.divide(1.0, np.sqrt(degree), out=np.zeros_like(degree), where=degree > 0)
+
+
 class ScaledAdjacency:
     """``D^-1/2 A D^-1/2`` applied as ``s * (A @ (s * x))`` with ``s = D^-1/2`` (0 on nodes of degree 0).
 
@@ -37,8 +43,7 @@ class ScaledAdjacency:
     def __init__(self, adjacency: sp.csr_matrix, degree: np.ndarray) -> None:
         self.shape = adjacency.shape
         self.adjacency = adjacency
-        inv_sqrt = np.divide(1.0, np.sqrt(degree), out=np.zeros_like(degree, dtype=np.float64), where=degree > 0)
-        self.scale = inv_sqrt[:, None]
+        self.scale = inverse_sqrt(degree)[:, None]
 
     def __matmul__(self, x: np.ndarray) -> np.ndarray:
         scale = self.scale if x.ndim == 2 else self.scale[:, 0]
@@ -50,7 +55,7 @@ class ScaledAdjacency:
 def normalized_adjacency(pt: sp.csr_matrix, degree: np.ndarray) -> sp.csr_matrix:
     """``D^-1/2 A D^-1/2`` from the transition ``pt = A D^-1`` of a symmetric A (rows/columns of degree 0
     stay empty)."""
-    inv_sqrt = np.divide(1.0, np.sqrt(degree), out=np.zeros_like(degree), where=degree > 0)
+    inv_sqrt = inverse_sqrt(degree)
     rows = np.repeat(np.arange(pt.shape[0]), np.diff(pt.indptr))
     # pt[i, j] = A[i, j] / d_j, so B[i, j] = A[i, j] / sqrt(d_i d_j) = pt[i, j] * d_j / sqrt(d_i d_j)
     data = pt.data * degree[pt.indices] * inv_sqrt[pt.indices] * inv_sqrt[rows]
