@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from lightrag_prism.graph import knn
 from lightrag_prism.graph.knn import topk_cosine
 
 
@@ -77,3 +78,25 @@ def test_cached_rows_computes_each_missing_row_once_and_keeps_it():
     assert cached_rows(cache, [7, 3], compute).tolist() == [10.5, 4.5]
     assert asked == [[1, 3], [7]]  # sorted, distinct, and only rows not computed before
     assert np.isnan(cache[[0, 2, 4, 5, 6, 8, 9]]).all()
+
+
+@pytest.mark.parametrize("threshold", [0.9, 0.6, 0.3, -2.0])  # few above it (ranked alone) ... all (partitioned)
+@pytest.mark.parametrize("k", [1, 3, 40])
+def test_threshold_matches_bruteforce_whether_few_or_many_pass(threshold, k):
+    rng = np.random.default_rng(2)
+    c = rng.normal(size=(300, 4))
+    idx, val = topk_cosine(c[:60], c, k, threshold=threshold, block_size=32, exclude_self_ids=np.arange(60))
+    ref_idx, ref_val = _brute(c[:60], c, k, exclude=np.arange(60), threshold=threshold)
+    np.testing.assert_array_equal(idx, ref_idx)
+    np.testing.assert_allclose(val, ref_val)
+    unit = c / np.linalg.norm(c, axis=1, keepdims=True)
+    share = ((unit[:32] @ unit.T) >= threshold).mean()  # the first block: which way it is ranked
+    assert share <= 1 / knn.SPARSE_SHARE if threshold == 0.9 else share > 1 / knn.SPARSE_SHARE
+
+
+def test_above_threshold_ties_at_the_cut_prefer_lower_index():
+    c = np.array([[1.0, 0], [0, 1.0], [2.0, 0], [1.0, 0], [3.0, 0], [-1.0, 0]] + [[0, 1.0]] * 100)  # exact ties
+    idx, val = topk_cosine(c[:1], c, 2, threshold=0.5, exclude_self_ids=[0])
+    assert idx.tolist() == [[2, 3]]  # three tie above the threshold; the cut keeps the lower indices
+    idx, _ = topk_cosine(c[:1], c, 5, threshold=0.5, exclude_self_ids=[0])
+    assert idx.tolist() == [[2, 3, 4, -1, -1]]
