@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from .ppr_cg import inverse_sqrt
+
 __all__ = ["FastRPState", "fastrp_embeddings", "fastrp_similarity", "random_projection", "normalized_adjacency"]
 
 DEFAULT_ITERATION_WEIGHTS = (0.0, 1.0, 1.0, 0.5)  # k = 0..3; k=0 off (see module docstring)
@@ -64,7 +66,7 @@ def normalized_adjacency(adj, dtype=np.float32) -> tuple[sp.csr_matrix, np.ndarr
     if a.nnz and a.data.min() < 0:
         raise ValueError("adj must have non-negative weights")
     deg = np.asarray(a.sum(axis=1)).ravel()
-    inv_sqrt = np.divide(1.0, np.sqrt(deg), out=np.zeros_like(deg), where=deg > 0)
+    inv_sqrt = inverse_sqrt(deg)
     s = sp.diags(inv_sqrt) @ a @ sp.diags(inv_sqrt)
     return sp.csr_matrix(s, dtype=dtype), deg
 

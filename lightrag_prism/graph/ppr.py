@@ -95,8 +95,7 @@ class Transition:
             return self.pt_matrix
         if ("pt",) not in self.cache:  # A D^-1 = D^1/2 (D^-1/2 A D^-1/2) D^-1/2
             normalized = self.cache[("normalized",)]
-            sqrt_w = np.sqrt(self.out_weight)
-            inv_sqrt = np.divide(1.0, sqrt_w, out=np.zeros_like(sqrt_w), where=sqrt_w > 0)
+            sqrt_w, inv_sqrt = np.sqrt(self.out_weight), ppr_cg.inverse_sqrt(self.out_weight)
             rows = np.repeat(np.arange(self.n), np.diff(normalized.indptr))
             data = normalized.data * sqrt_w[rows] * inv_sqrt[normalized.indices]
             pt = sp.csr_matrix((data, normalized.indices, normalized.indptr), shape=normalized.shape)
