@@ -32,7 +32,11 @@ def write_json(name: str, payload: dict) -> Path:
 class ResourceMonitor:
     """Peak resident memory and CPU use of this process and its children (the embedder worker), sampled in a
     background thread while a ``with`` block runs. ``cores_busy``: CPU seconds over wall seconds (2.0 = both
-    cores of this machine busy the whole time)."""
+    cores of this machine busy the whole time), split into this process (``main``) and its children
+    (``children``: the embedder worker), so a build shows which side bounds it. ``idle_seconds``: the sampled
+    intervals in which the whole tree used less than ``IDLE_CORES`` of a core (everything waiting at once)."""
+
+    IDLE_CORES = 0.25
 
     def __init__(self, interval: float = 0.5):
         import threading
@@ -41,6 +45,7 @@ class ResourceMonitor:
 
         self.process, self.interval = psutil.Process(), interval
         self.peak_rss_mb, self.cpu_seconds, self.wall_seconds = 0.0, 0.0, 0.0
+        self.idle_seconds, self._last = 0.0, None  # (time, tree CPU) of the previous sample
         self._stop, self._thread = threading.Event(), None
         self._cpu: dict[int, float] = {}
 
@@ -59,6 +64,11 @@ class ResourceMonitor:
             except psutil.Error:
                 continue
         self.peak_rss_mb = max(self.peak_rss_mb, rss / 2**20)
+        now, cpu = time.perf_counter(), sum(self._cpu.values())
+        if self._last is not None and now > self._last[0]:
+            if (cpu - self._last[1]) / (now - self._last[0]) < self.IDLE_CORES:
+                self.idle_seconds += now - self._last[0]
+        self._last = (now, cpu)
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
@@ -69,6 +79,7 @@ class ResourceMonitor:
 
         self._sample()
         self._start_cpu, self._start = sum(self._cpu.values()), time.perf_counter()
+        self._start_main = self._cpu.get(self.process.pid, 0.0)
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
         return self
@@ -79,8 +90,15 @@ class ResourceMonitor:
         self._sample()
         self.wall_seconds = time.perf_counter() - self._start
         self.cpu_seconds = sum(self._cpu.values()) - self._start_cpu
+        self.main_cpu_seconds = self._cpu.get(self.process.pid, 0.0) - self._start_main
 
     def report(self) -> dict:
         return {"peak_rss_mb": round(self.peak_rss_mb), "cpu_seconds": round(self.cpu_seconds, 1),
                 "wall_seconds": round(self.wall_seconds, 1),
-                "cores_busy": round(self.cpu_seconds / self.wall_seconds, 2) if self.wall_seconds else 0.0}
+                "cores_busy": self._cores(self.cpu_seconds),
+                "cores_busy_by_process": {"main": self._cores(self.main_cpu_seconds),
+                                          "children": self._cores(self.cpu_seconds - self.main_cpu_seconds)},
+                "idle_seconds": round(self.idle_seconds, 1)}
+
+    def _cores(self, cpu_seconds: float) -> float:
+        return round(cpu_seconds / self.wall_seconds, 2) if self.wall_seconds else 0.0

@@ -84,8 +84,10 @@ async def score(rag, dataset: Dataset, modes: list[str], samples: int) -> tuple[
 
 
 def build_line(resources: dict) -> str:
+    split = resources["cores_busy_by_process"]
     return (f"peak RSS {resources['peak_rss_mb']} MB (with the embedder worker), {resources['cores_busy']} cores "
-            f"busy on average over {resources['wall_seconds']} s")
+            f"busy on average over {resources['wall_seconds']} s (this process {split['main']}, embedder worker "
+            f"{split['children']}; {resources['idle_seconds']} s with everything waiting)")
 
 
 def table(title: str, rows: dict) -> str:
