@@ -65,9 +65,8 @@ class ResourceMonitor:
                 continue
         self.peak_rss_mb = max(self.peak_rss_mb, rss / 2**20)
         now, cpu = time.perf_counter(), sum(self._cpu.values())
-        if self._last is not None and now > self._last[0]:
-            if (cpu - self._last[1]) / (now - self._last[0]) < self.IDLE_CORES:
-                self.idle_seconds += now - self._last[0]
+        if self._last is not None and cpu - self._last[1] < self.IDLE_CORES * (now - self._last[0]):
+            self.idle_seconds += now - self._last[0]
         self._last = (now, cpu)
 
     def _run(self) -> None:
