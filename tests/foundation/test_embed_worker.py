@@ -58,5 +58,5 @@ def test_the_workers_passes_give_sentence_transformers_vectors_in_request_order(
     assert np.abs(ours - reference).max() < 1e-5
     # the request really was split by length: the longest text first, the short ones many to a pass
     ids = model.tokenizer(TEXTS, truncation=True, max_length=model.max_seq_length)["input_ids"]
-    batches = length_batches([len(row) for row in ids], 64, TOKENS_PER_BATCH)
+    batches = length_batches([len(row) for row in ids], 64, TOKENS_PER_BATCH["fp32"])
     assert batches[0][0] == 3 and 2 < len(batches) < len(TEXTS) // 10
