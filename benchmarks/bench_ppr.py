@@ -10,6 +10,8 @@ with tol = 1e-6 / N. "ours" is the default path for an undirected graph (conjuga
 power iteration (the path for directed graphs) is timed on the same graph too. Accuracy: L1 to a converged reference (ours at tol 1e-14, cross-checked with
 prpack). Batch: 64 single-seed queries in one personalized_pagerank_batch call vs 64 single calls,
 timed alternately BATCH_ROUNDS times (medians), with the block width the batch chose.
+Solve order: the sparse product and ``symmetric_ppr`` (prism's per-query solve) on the graph as numbered and
+relabelled by ``ppr_cg.rows_by_length`` (what ``PassageGraph`` keeps), alternating ORDER_ROUNDS times (medians).
 Usage: python benchmarks/bench_ppr.py [--quick]
 """
 from __future__ import annotations
@@ -26,14 +28,16 @@ from scipy.sparse.csgraph import connected_components
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import timed, write_json  # noqa: E402
 
+from lightrag_prism.graph import ppr_cg  # noqa: E402
 from lightrag_prism.graph.ppr import (  # noqa: E402
     _block_width,
     personalized_pagerank,
     personalized_pagerank_batch,
+    symmetric_ppr,
     transition_matrix,
 )
 
-TOL, DAMPING, NX_BUDGET_S, BATCH_ROUNDS = 1e-6, 0.85, 120.0, 3
+TOL, DAMPING, NX_BUDGET_S, BATCH_ROUNDS, ORDER_ROUNDS = 1e-6, 0.85, 120.0, 3, 5
 
 
 def _as_graphs(n: int, u: np.ndarray, v: np.ndarray, w: np.ndarray):
@@ -130,6 +134,63 @@ def bench_size(n_edges: int, reps: int, nx_estimate: float | None, graph=None, s
     return row, per_nx
 
 
+def passage_graph_like(n_passages: int, n_entities: int, seed: int) -> sp.csr_matrix:
+    """A synthetic entities + passages graph shaped like the pooled bench's passage graph: every entity is mentioned
+    once, plus half as many mentions again drawn Zipf-like (a few hubs in hundreds of passages), spread over the
+    passages (at least 3 each); a passage links to its entities, and each mention has a fact edge to another
+    mention of its passage."""
+    rng = np.random.default_rng(seed)
+    popularity = 1.0 / np.arange(1, n_entities + 1)
+    extra = rng.choice(n_entities, n_entities // 2, p=popularity / popularity.sum())
+    mentions = rng.permutation(np.concatenate([np.arange(n_entities), extra]))
+    counts = 3 + rng.multinomial(mentions.size - 3 * n_passages, np.full(n_passages, 1.0 / n_passages))
+    passage = np.repeat(np.arange(n_passages), counts)
+    start = np.repeat(np.cumsum(counts) - counts, counts)
+    size = counts[passage]
+    k = np.arange(mentions.size) - start  # each mention's place in its passage
+    partner = start + (k + 1 + rng.integers(0, size - 1)) % size  # another mention of the same passage
+    u = np.concatenate([mentions, mentions])
+    v = np.concatenate([passage + n_entities, mentions[partner]])
+    keep = u != v
+    a = sp.coo_matrix((rng.uniform(0.5, 2.0, keep.sum()), (u[keep], v[keep])), shape=(n_entities + n_passages,) * 2)
+    a = sp.csr_matrix(a + a.T)
+    a.sum_duplicates()
+    return a
+
+
+def bench_solve_order(adj: sp.csr_matrix, seed_node: int) -> dict:
+    """Sparse product and ``symmetric_ppr`` on ``adj`` as numbered vs relabelled rows-by-length (medians of
+    ORDER_ROUNDS alternating rounds; the PPR results compared after relabelling back)."""
+    order = ppr_cg.rows_by_length(adj.indptr)
+    relabelled = adj[order][:, order]
+    position = np.argsort(order)
+    p = np.zeros(adj.shape[0])
+    p[seed_node] = 1.0
+    x = np.random.default_rng(0).random(adj.shape[0])
+    cases = {"numbered": (adj, p, np.arange(adj.shape[0])), "rows_by_length": (relabelled, p[order], position)}
+    times: dict[str, list] = {f"{k}_{what}": [] for k in cases for what in ("product", "ppr")}
+    results = {}
+    for _ in range(ORDER_ROUNDS):
+        for name, (a, pers, back) in cases.items():
+            degree = np.asarray(a.sum(axis=1)).ravel()
+            times[f"{name}_product"].append(timed(lambda: a @ x, 20)[0])
+            t, out = timed(lambda: symmetric_ppr(a, degree, pers, damping=0.5, tol=1e-5), 3)
+            times[f"{name}_ppr"].append(t)
+            results[name] = out[back]
+    row = {f"t_{k}_s": float(np.median(v)) for k, v in times.items()}
+    row["product_speedup"] = row["t_numbered_product_s"] / row["t_rows_by_length_product_s"]
+    row["ppr_speedup"] = row["t_numbered_ppr_s"] / row["t_rows_by_length_ppr_s"]
+    row["l1_between_orders"] = float(np.abs(results["numbered"] - results["rows_by_length"]).sum())
+    return row
+
+
+def order_summary(name: str, r: dict) -> str:
+    return (f"solve order, {name}: product {r['t_numbered_product_s']*1e3:.3f} -> "
+            f"{r['t_rows_by_length_product_s']*1e3:.3f} ms ({r['product_speedup']:.2f}x), symmetric_ppr at damping "
+            f"0.5 {r['t_numbered_ppr_s']*1e3:.2f} -> {r['t_rows_by_length_ppr_s']*1e3:.2f} ms "
+            f"({r['ppr_speedup']:.2f}x), L1 between the two {r['l1_between_orders']:.1e}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="10k and 100k edges only, fewer repeats")
@@ -143,13 +204,22 @@ def main() -> None:
         row, _ = bench_size(kg[1].nnz // 2, 3 if args.quick else 5, None, graph=kg, seed_node=seed)
         rows.append({"graph": f"musique_kg ({name})", **row})
         print(f"MuSiQue KG, {name}:", summary(row))
+    orders = [{"graph": "musique_kg", **bench_solve_order(kg[1], giant)}]
+    print(order_summary("MuSiQue KG", orders[-1]))
+    passages = passage_graph_like(9_000, 57_000, seed=0)
+    orders.append({"graph": "passage_graph_like_9000", **bench_solve_order(passages, int(np.diff(passages.indptr).argmax()))})
+    print(order_summary(f"passage-graph-like ({passages.shape[0]} nodes, {passages.nnz} entries)", orders[-1]))
     per_edge = None
     for m in sizes:
         estimate = None if per_edge is None else 1.5 * per_edge * m  # linear extrapolation with margin
-        row, per_edge = bench_size(m, 3 if args.quick else 5, estimate)
+        graph = make_graph(m, seed=m)
+        row, per_edge = bench_size(m, 3 if args.quick else 5, estimate, graph=graph)
         rows.append({"graph": f"barabasi_albert_{m}", **row})
         print(summary(row))
-    write_json("bench_ppr" + ("_quick" if args.quick else ""), {"tol": TOL, "damping": DAMPING, "rows": rows})
+        orders.append({"graph": f"barabasi_albert_{m}", **bench_solve_order(graph[1], 0)})
+        print(order_summary(f"Barabasi-Albert {m} edges", orders[-1]))
+    write_json("bench_ppr" + ("_quick" if args.quick else ""),
+               {"tol": TOL, "damping": DAMPING, "rows": rows, "solve_order": orders})
 
 
 def summary(r: dict) -> str:

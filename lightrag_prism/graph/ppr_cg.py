@@ -32,6 +32,18 @@ def inverse_sqrt(degree: np.ndarray) -> np.ndarray:
     return np.divide(1.0, np.sqrt(degree), out=np.zeros_like(degree), where=degree > 0)
 
 
+def rows_by_length(indptr: np.ndarray) -> np.ndarray:
+    """A node order for a symmetric CSR whose sparse products are faster: rows by stored entries, longest first
+    (ties by index). Relabel the graph with it (``order[k]`` becomes node ``k``) and solve there.
+
+    scipy's CSR product runs one inner loop per row; on a graph of short rows of mixed lengths (the pooled bench's
+    passage graph: 66,000 rows of 6 entries on average, from 1 to hundreds) that loop's exit branch is mispredicted on
+    most rows. Rows of equal length in a row predict. Measured there: 0.68 -> 0.31 ms per product with rows and
+    columns relabelled, 0.31 with the rows alone (so it is the branch, not the reads of x), 0.43 with the rows alone
+    and the result scattered back; hence a relabelled graph, not a reordered product."""
+    return np.argsort(-np.diff(indptr), kind="stable")
+
+
 class ScaledAdjacency:
     """``D^-1/2 A D^-1/2`` applied as ``s * (A @ (s * x))`` with ``s = D^-1/2`` (0 on nodes of degree 0).
 

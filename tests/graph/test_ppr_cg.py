@@ -134,3 +134,18 @@ def test_symmetric_ppr_rejects_what_personalized_pagerank_rejects():
         symmetric_ppr(a, degree, np.ones((50, 1)))
     with pytest.raises(ValueError, match="damping"):
         symmetric_ppr(a, degree, np.ones(50), damping=1.0)
+
+
+def test_rows_by_length_orders_rows_longest_first_and_ppr_solved_there_is_the_same():
+    g = weighted_graph("ba", 300, 3, n_isolated=4)
+    a = to_csr(g)
+    order = ppr_cg.rows_by_length(a.indptr)
+    lengths = np.diff(a.indptr)
+    assert order.tolist() == sorted(range(304), key=lambda v: (-lengths[v], v))  # ties by index
+    relabelled = a[order][:, order]
+    position = np.argsort(order)
+    p = _seeds(304, 6, np.random.default_rng(3), extra=(302,))
+    degree = np.asarray(relabelled.sum(axis=1)).ravel()
+    got = symmetric_ppr(relabelled, degree, p[order], damping=0.5, tol=1e-10, max_iter=1000)[position]
+    assert np.abs(got - _nx_ppr(g, p, 0.5)).sum() <= 1e-10
+    assert ppr_cg.rows_by_length(np.zeros(1, dtype=np.int64)).size == 0  # no node

@@ -67,9 +67,12 @@ def test_passage_graph_equals_the_block_matrix_built_independently(seed):
                          shape=(n, n))
     expected = sp.bmat([[fact + syn, inc], [inc.T, None]]).toarray()
     assert np.allclose(graph.adjacency(factor).toarray(), expected)
+    # weighted() is in solve order: node order[k] is row k, rows by stored entries, longest first
+    assert graph.order.tolist() == sorted(range(n + p), key=lambda v: (-np.count_nonzero(expected[v]), v))
+    assert (graph.position[graph.order] == np.arange(n + p)).all()
     adjacency, out_weight = graph.weighted(factor)  # out-weights from the static part plus the scaled fact entries
-    assert np.allclose(adjacency.toarray(), expected)
-    assert np.allclose(out_weight, expected.sum(axis=1))
+    assert np.allclose(adjacency.toarray(), expected[graph.order][:, graph.order])
+    assert np.allclose(out_weight, expected.sum(axis=1)[graph.order])
 
 
 def test_passage_ppr_matches_networkx_on_the_weighted_graph():

@@ -156,7 +156,7 @@ class HippoGraph:
     entity_num_chunks: np.ndarray  # passages containing each entity (HippoRAG's ent_node_to_num_chunk)
     adj: sp.csr_matrix
     structure: PassageGraph  # ``adj`` with its fact weights apart, so prism re-weights them per query
-    transition: Transition
+    transition: Transition  # of ``adj`` in the structure's solve order (``PassageGraph.order``)
     n_synonym_edges: int
     synonyms: sp.csr_matrix  # the synonym block over the entities
     name_rows: IndexRows  # the name index's row of each entity
@@ -295,12 +295,12 @@ async def hipporag_graph(rag, snapshot: GraphSnapshot, base: GraphSnapshot | Non
             log.forget_through(base_view.records_read_at)  # later views carry from this one or read whole
         ids, data, vectors = await _passages(rag, snapshot, base_view, written)
         structure = build_passage_graph(snapshot, synonyms, passage_incidence(snapshot, len(ids)))
-        adj = structure.adjacency(np.ones(snapshot.num_edges))
+        ones = np.ones(snapshot.num_edges)
         num_chunks = np.asarray(snapshot.entity_chunks.sum(axis=1)).ravel() if names else np.zeros(0)
         view = HippoGraph(n_entities=len(names), passage_ids=ids, passage_data=data, passage_vectors=vectors,
                           passage_valid=np.array([d["valid"] for d in data], dtype=bool),
-                          entity_num_chunks=num_chunks, adj=adj, structure=structure,
-                          transition=transition_matrix(adj, symmetric=True),
+                          entity_num_chunks=num_chunks, adj=structure.adjacency(ones), structure=structure,
+                          transition=transition_matrix(structure.weighted(ones)[0], symmetric=True),
                           n_synonym_edges=len(state.synonyms.pairs), synonyms=synonyms, name_rows=name_rows,
                           synonym_token=state.synonyms.token, records_read_at=records_read_at,
                           build_seconds=timings)

@@ -102,8 +102,9 @@ def rank_passages(graph: HippoGraph, seeds: np.ndarray, dense: np.ndarray, param
 
     Then the dense head (``hipporag_dense_head``; 0 gives HippoRAG 2's PPR order)."""
     personalization = np.concatenate([seeds, minmax(dense) * param.passage_node_weight])
-    ppr = personalized_pagerank(graph.transition, personalization, damping=param.hipporag_damping,
-                                tol=PASSAGE_PPR_TOL)
+    structure = graph.structure  # the transition is in the passage graph's solve order
+    ppr = personalized_pagerank(graph.transition, personalization[structure.order], damping=param.hipporag_damping,
+                                tol=PASSAGE_PPR_TOL)[structure.position]
     head = graph.head_rows(dense, param.hipporag_dense_head, param.dense_head_novelty)
     return dense_head(ppr[graph.n_entities:], head)
 
