@@ -137,20 +137,20 @@ class PassageGraph:
     def size(self) -> int:
         return len(self.indptr) - 1
 
-    def weights(self, edge_factor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def weights(self, edge_factor: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(weight of each entry, out-weight of each row) for one query, in solve order: fact entries scaled by
-        ``edge_factor[edge]``."""
-        scaled = self.fact_weight * edge_factor[self.fact_edge]
+        ``edge_factor[edge]`` (None: by 1)."""
+        scaled = self.fact_weight if edge_factor is None else self.fact_weight * edge_factor[self.fact_edge]
         data = self.static_weight.copy()
         data[self.fact_entries] += scaled  # an entry appears once, so no np.add.at
         return data, self.static_out + np.bincount(self.fact_rows, scaled, minlength=self.size)
 
-    def weighted(self, edge_factor: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray]:
+    def weighted(self, edge_factor: np.ndarray | None = None) -> tuple[sp.csr_matrix, np.ndarray]:
         """The weighted adjacency for one query and its row sums, in solve order."""
         data, out_weight = self.weights(edge_factor)
         return self._csr(data), out_weight
 
-    def adjacency(self, edge_factor: np.ndarray) -> sp.csr_matrix:
+    def adjacency(self, edge_factor: np.ndarray | None = None) -> sp.csr_matrix:
         """The weighted adjacency for one query, in node order."""
         solve_order = self.weighted(edge_factor)[0]
         return solve_order[self.position][:, self.position]
@@ -168,13 +168,12 @@ def build_passage_graph(snap: GraphSnapshot, synonyms: sp.csr_matrix, incidence:
     rows = np.concatenate([fact.row, syn.row, inc.row, inc.col + n]).astype(np.int64)
     cols = np.concatenate([fact.col, syn.col, inc.col + n, inc.row]).astype(np.int64)
     static_part = np.concatenate([np.zeros(fact.nnz), syn.data, inc.data, inc.data]).astype(np.float64)
-    node_keys, node_entry = np.unique(rows * size + cols, return_inverse=True)  # merged entries, node labels
-    node_indptr = np.concatenate([[0], np.cumsum(np.bincount(node_keys // size, minlength=size))])
-    order = ppr_cg.rows_by_length(node_indptr)
+    # Solve order from the row lengths before merging: entries in two blocks (a synonym pair that is also a fact)
+    # are few, and any order gives the same PPR; this one spares a second sort of every entry.
+    order = ppr_cg.rows_by_length(np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=size))]))
     position = np.empty(size, dtype=np.int64)
     position[order] = np.arange(size)
-    keys, inverse = np.unique(position[node_keys // size] * size + position[node_keys % size], return_inverse=True)
-    entry = inverse[node_entry]  # each block entry's place in the solve-order CSR
+    keys, entry = np.unique(position[rows] * size + position[cols], return_inverse=True)  # merged, solve order
     static_weight = np.bincount(entry, static_part, keys.size).astype(np.float64)  # int64 when empty
     entry_rows = keys // size
     # tocoo keeps CSR entry order, so snap.entry_edge lines up with the fact block's entries (distinct: a snapshot

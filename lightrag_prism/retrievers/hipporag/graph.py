@@ -146,7 +146,7 @@ def forget_hippo_state(rag) -> None:
 
 @dataclass
 class HippoGraph:
-    """Entities ``[0, n_entities)`` then passages; ``adj`` symmetric over both."""
+    """Entities ``[0, n_entities)`` then passages; :attr:`adj` symmetric over both."""
 
     n_entities: int
     passage_ids: list[str]
@@ -154,7 +154,6 @@ class HippoGraph:
     passage_vectors: np.ndarray
     passage_valid: np.ndarray  # False for ids text_chunks no longer holds (never returned)
     entity_num_chunks: np.ndarray  # passages containing each entity (HippoRAG's ent_node_to_num_chunk)
-    adj: sp.csr_matrix
     structure: PassageGraph  # ``adj`` with its fact weights apart, so prism re-weights them per query
     transition: Transition  # of ``adj`` in the structure's solve order (``PassageGraph.order``)
     n_synonym_edges: int
@@ -163,6 +162,12 @@ class HippoGraph:
     synonym_token: object  # ``SynonymState.token`` after its update (the next view may carry it by node moves)
     records_read_at: int | None  # the text_chunks write log's position when the records were read (None: no log)
     build_seconds: dict[str, float]
+
+    @property
+    def adj(self) -> sp.csr_matrix:
+        """The graph in node order, co-occurrence weights on the facts (built when asked for: queries solve on
+        ``transition``, in solve order)."""
+        return self.structure.adjacency()
 
     def dense_scores(self, query_vector: np.ndarray) -> np.ndarray:
         """Cosine of every passage to the query; a passage text_chunks lost gets the minimum, so it can be neither
@@ -295,12 +300,11 @@ async def hipporag_graph(rag, snapshot: GraphSnapshot, base: GraphSnapshot | Non
             log.forget_through(base_view.records_read_at)  # later views carry from this one or read whole
         ids, data, vectors = await _passages(rag, snapshot, base_view, written)
         structure = build_passage_graph(snapshot, synonyms, passage_incidence(snapshot, len(ids)))
-        ones = np.ones(snapshot.num_edges)
         num_chunks = np.asarray(snapshot.entity_chunks.sum(axis=1)).ravel() if names else np.zeros(0)
         view = HippoGraph(n_entities=len(names), passage_ids=ids, passage_data=data, passage_vectors=vectors,
                           passage_valid=np.array([d["valid"] for d in data], dtype=bool),
-                          entity_num_chunks=num_chunks, adj=structure.adjacency(ones), structure=structure,
-                          transition=transition_matrix(structure.weighted(ones)[0], symmetric=True),
+                          entity_num_chunks=num_chunks, structure=structure,
+                          transition=transition_matrix(structure.weighted()[0], symmetric=True),
                           n_synonym_edges=len(state.synonyms.pairs), synonyms=synonyms, name_rows=name_rows,
                           synonym_token=state.synonyms.token, records_read_at=records_read_at,
                           build_seconds=timings)
