@@ -168,11 +168,12 @@ def bench_solve_order(adj: sp.csr_matrix, seed_node: int) -> dict:
     p[seed_node] = 1.0
     x = np.random.default_rng(0).random(adj.shape[0])
     cases = {"numbered": (adj, p, np.arange(adj.shape[0])), "rows_by_length": (relabelled, p[order], position)}
+    degrees = {name: np.asarray(a.sum(axis=1)).ravel() for name, (a, _, _) in cases.items()}
     times: dict[str, list] = {f"{k}_{what}": [] for k in cases for what in ("product", "ppr")}
     results = {}
     for _ in range(ORDER_ROUNDS):
         for name, (a, pers, back) in cases.items():
-            degree = np.asarray(a.sum(axis=1)).ravel()
+            degree = degrees[name]
             times[f"{name}_product"].append(timed(lambda: a @ x, 20)[0])
             t, out = timed(lambda: symmetric_ppr(a, degree, pers, damping=0.5, tol=1e-5), 3)
             times[f"{name}_ppr"].append(t)

@@ -24,6 +24,7 @@ After a small change only the records ``text_chunks`` wrote since the previous v
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import unicodedata
@@ -163,10 +164,10 @@ class HippoGraph:
     records_read_at: int | None  # the text_chunks write log's position when the records were read (None: no log)
     build_seconds: dict[str, float]
 
-    @property
+    @functools.cached_property
     def adj(self) -> sp.csr_matrix:
-        """The graph in node order, co-occurrence weights on the facts (built when asked for: queries solve on
-        ``transition``, in solve order)."""
+        """The graph in node order, co-occurrence weights on the facts (built when first asked for: queries solve
+        on ``transition``, in solve order)."""
         return self.structure.adjacency()
 
     def dense_scores(self, query_vector: np.ndarray) -> np.ndarray:
