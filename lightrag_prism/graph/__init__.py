@@ -2,6 +2,7 @@
 from .fastrp import FastRPState, fastrp_embeddings, fastrp_similarity, normalized_adjacency, random_projection
 from .fusion import FusionResult, normalized_score_fusion, reciprocal_rank_fusion
 from .knn import cached_rows, topk_cosine
+from .select import top_k
 from .multihop import MultihopResult, multihop_expand, path_to_seed
 from .ppr import (
     Transition,
@@ -32,6 +33,7 @@ __all__ = [
     "reciprocal_rank_fusion",
     "symmetric_ppr",
     "symmetric_transition",
+    "top_k",
     "topk_cosine",
     "transition_matrix",
 ]

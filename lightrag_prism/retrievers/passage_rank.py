@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..graph import knn, ppr_cg, symmetric_ppr
+from ..graph import knn, ppr_cg, symmetric_ppr, top_k
 from ..snapshot import GraphSnapshot, node_moves
 
 NUM_CHUNKS_KEY = "prism_entity_num_chunks"
@@ -45,16 +45,6 @@ def entity_num_chunks(snap: GraphSnapshot) -> np.ndarray:
         counts = np.diff(snap.entity_chunks.indptr).astype(np.float64)
         snap.derived[NUM_CHUNKS_KEY] = np.maximum(counts, 1.0)
     return snap.derived[NUM_CHUNKS_KEY]
-
-
-def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` largest finite scores, best first (ties: lower index)."""
-    idx = np.flatnonzero(np.isfinite(scores))
-    if k <= 0 or idx.size == 0:
-        return np.zeros(0, np.int64)
-    if idx.size > k:
-        idx = idx[np.argpartition(-scores[idx], k - 1)[:k]]
-    return idx[np.lexsort((idx, -scores[idx]))]
 
 
 def minmax(x: np.ndarray) -> np.ndarray:
@@ -197,8 +187,8 @@ def dense_head_rows(dense: np.ndarray, vectors: np.ndarray, head: int, novelty: 
     question needs the other hop. Measured in docs/prism.md ("The head").
     """
     if head <= 0 or novelty <= 0:
-        return top_indices(dense, head)
-    candidates = top_indices(dense, max(pool, head))
+        return top_k(dense, head)
+    candidates = top_k(dense, max(pool, head))
     if candidates.size == 0:  # no passage (an empty or cleared index)
         return candidates
     unit = knn.unit_rows(vectors[candidates].astype(np.float64))

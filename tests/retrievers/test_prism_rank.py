@@ -96,22 +96,22 @@ def test_passage_ppr_matches_networkx_on_the_weighted_graph():
     assert np.abs(np.concatenate([got_e, got_p]) - ref).sum() < 1e-5
 
 
-def test_top_indices_and_minmax():
+def test_top_k_and_minmax():
     scores = np.array([0.2, np.nan, 0.9, 0.2, -np.inf])
-    assert pr.top_indices(scores, 2).tolist() == [2, 0]
-    assert pr.top_indices(scores, 0).size == 0
+    assert pr.top_k(scores, 2).tolist() == [2, 0]
+    assert pr.top_k(scores, 0).size == 0
     assert pr.minmax(np.array([1.0, 3.0])).tolist() == [0.0, 1.0]
     assert pr.minmax(np.array([2.0, 2.0])).tolist() == [0.0, 0.0]
 
 
 def test_passage_personalization_adds_the_head_mass_to_the_best_dense_passages():
     dense = np.array([0.2, 0.9, 0.5, 0.7])
-    got = pr.passage_personalization(dense, 0.1, pr.top_indices(dense, 2), 3.0)
+    got = pr.passage_personalization(dense, 0.1, pr.top_k(dense, 2), 3.0)
     prior = 0.1 * (dense - 0.2) / 0.7
     assert np.allclose(got, prior + np.array([0.0, 1.5, 0.0, 1.5]))
-    no_head = pr.top_indices(dense, 0)
+    no_head = pr.top_k(dense, 0)
     assert np.allclose(pr.passage_personalization(dense, 0.1, no_head, 3.0), prior)  # no head: the dense prior only
-    everything = pr.top_indices(dense, 9)  # head larger than the corpus
+    everything = pr.top_k(dense, 9)  # head larger than the corpus
     assert np.allclose(pr.passage_personalization(dense, 0.1, everything, 4.0), prior + 1.0)
 
 
@@ -144,8 +144,8 @@ def test_dense_head_rows_is_maximal_marginal_relevance(seed):
     got = pr.dense_head_rows(dense, vectors, head, novelty, pool=10)
     assert got.tolist() == _mmr_reference(dense, vectors, head, novelty, 10)
     # novelty 0 is the dense order, as is a head of one
-    assert pr.dense_head_rows(dense, vectors, head, 0.0).tolist() == pr.top_indices(dense, head).tolist()
-    assert pr.dense_head_rows(dense, vectors, 1, novelty).tolist() == pr.top_indices(dense, 1).tolist()
+    assert pr.dense_head_rows(dense, vectors, head, 0.0).tolist() == pr.top_k(dense, head).tolist()
+    assert pr.dense_head_rows(dense, vectors, 1, novelty).tolist() == pr.top_k(dense, 1).tolist()
     assert pr.dense_head_rows(dense, vectors, 0, novelty).size == 0
     assert pr.dense_head_rows(dense[:0], vectors[:0], head, novelty).size == 0  # no passage at all
 
@@ -179,7 +179,7 @@ def test_head_seeds_let_the_walk_reach_the_passage_behind_the_best_one():
     seeds[snap.node_index["Seed"]] = 1.0
     ranks = {}
     for head_mass in (0.0, 1.0):
-        passages = pr.passage_personalization(dense, 0.1, pr.top_indices(dense, 1), head_mass)
+        passages = pr.passage_personalization(dense, 0.1, pr.top_k(dense, 1), head_mass)
         _, scores = pr.passage_ppr(graph, seeds, passages, np.ones(snap.num_edges), damping=0.5)
         ranks[head_mass] = dict(zip(snap.chunk_ids, scores))
     assert ranks[0.0]["p2"] > ranks[0.0]["p1"]

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...graph import top_k
 from ...snapshot import GraphSnapshot, rows_from, split_field
 from .graph import embed_in_batches, hippo_state
 from .index import IndexRows
@@ -148,7 +149,5 @@ def rank_facts(similarity: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     if similarity.size == 0 or k <= 0:
         return np.zeros(0, np.int64), np.zeros(0)
     scores = minmax(similarity)
-    k = min(k, scores.size)
-    part = np.argpartition(-scores, k - 1)[:k]
-    order = part[np.lexsort((part, -scores[part]))]
+    order = top_k(scores, k)
     return order, scores[order]

@@ -26,13 +26,13 @@ import time
 
 import numpy as np
 
-from ...graph.ppr import personalized_pagerank
+from ...graph import personalized_pagerank, top_k
 from ...result import Retrieval, ScoredItem
 from .facts import fact_view, minmax, top_facts
 from .filter import STEP, recognise
 from .graph import HippoGraph, hipporag_graph
 from ...keywords import entity_spans
-from ..passage_rank import PASSAGE_PPR_TOL, name_links, seed_vector, top_indices
+from ..passage_rank import PASSAGE_PPR_TOL, name_links, seed_vector
 
 KIND = "chunks"
 # Min-max over all facts gives the graph's worst fact 0; in a small graph that can be a kept fact, which would then
@@ -56,7 +56,7 @@ def seed_weights(fact_rows: np.ndarray, fact_scores: np.ndarray, edge_src: np.nd
     weights = np.bincount(ents, weighted, minlength=n) / safe
     mean_score = np.where(count > 0, np.bincount(ents, scores, minlength=n) / safe, -np.inf)
     if top_n > 0 and np.count_nonzero(count) > top_n:
-        keep = np.argpartition(-mean_score, top_n - 1)[:top_n]
+        keep = top_k(mean_score, top_n)
         mask = np.zeros(n, dtype=bool)
         mask[keep] = True
         weights[~mask] = 0.0
@@ -71,7 +71,7 @@ def passage_items(graph: HippoGraph, scores: np.ndarray, k: int, found_by: str, 
     return [ScoredItem("chunk", graph.passage_ids[i], float(scores[i]),
                        ("dense",) if scores[i] > head_above else (found_by,),
                        {"content": graph.passage_data[i]["content"], "file_path": graph.passage_data[i]["file_path"]})
-            for i in top_indices(scores, k).tolist()]
+            for i in top_k(scores, k).tolist()]
 
 
 async def _kept_facts(ctx, candidates: list) -> list[int]:

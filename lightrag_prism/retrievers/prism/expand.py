@@ -33,6 +33,7 @@ from ...graph import (
     personalized_pagerank,
     reciprocal_rank_fusion,
     symmetric_transition,
+    top_k,
 )
 from ...snapshot import GraphSnapshot, node_moves
 from ...vectors import entity_and_relation_matrices, entity_matrix
@@ -118,13 +119,8 @@ def top_non_seed(scores: np.ndarray, seeds: np.ndarray, k: int) -> tuple[np.ndar
     """The ``k`` best positive-scoring non-seed nodes, best first (ties: lower index)."""
     s = np.asarray(scores, dtype=np.float64).copy()
     s[seeds] = -np.inf
-    candidates = np.flatnonzero(s > 0)
-    if k <= 0 or candidates.size == 0:
-        return np.zeros(0, np.int64), np.zeros(0)
-    if candidates.size > k:
-        candidates = candidates[np.argpartition(-s[candidates], k - 1)[:k]]
-    order = np.lexsort((candidates, -s[candidates]))
-    return candidates[order], s[candidates[order]]
+    best = top_k(s, k, above=0.0)
+    return best, s[best]
 
 
 def edge_factor(rel_sim: np.ndarray, floor: float) -> np.ndarray:

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ...graph import top_k
 from ...keywords import entity_spans
 from ...param import resolve_prism_knobs
 from ...result import Retrieval, ScoredItem, relation_id
@@ -27,7 +28,6 @@ from ...snapshot import GraphSnapshot
 from ...vectors import chunk_matrix
 from . import expand as px
 from .. import passage_rank as pr
-from ..passage_rank import top_indices
 from ..hipporag.mode import MIN_KEPT_FACT_SCORE, dense_head, passage_items, seed_weights
 from ..hipporag.facts import fact_view, rank_facts
 from ..hipporag.graph import HippoGraph, hipporag_graph
@@ -177,7 +177,7 @@ async def _linked_seeds(ctx, snap, sig: px.QuerySignals) -> tuple[np.ndarray, np
     linked = pr.name_links(snap, spans)
     ctx.retrieval.metadata["name_links"] = [snap.node_ids[i] for i in linked.tolist()]
     if not seeds.any() and linked.size == 0 and snap.num_nodes:
-        linked = top_indices(sig.ent_sim.values(), 1)
+        linked = top_k(sig.ent_sim.values(), 1)
         ctx.retrieval.record_fallback("prism_seeds", f"nothing linked: nearest entity {snap.node_ids[linked[0]]!r}")
     return pr.seed_vector(seeds, linked, num_chunks), fact_ids, fact_scores
 
