@@ -20,12 +20,13 @@ pytestmark = pytest.mark.asyncio
 
 
 def qp(mode: str, **kw) -> QueryParam:
-    return QueryParam(mode=mode, ll_keywords=LL, hl_keywords=HL, top_k=2, enable_rerank=False, **kw)
+    return QueryParam(**{"mode": mode, "ll_keywords": LL, "hl_keywords": HL, "top_k": 2, "enable_rerank": False, **kw})
 
 
 def qp_one_seed(**kw) -> QueryParam:
-    """The prism mode seeded by name linking only (the query names Alice Vance): what it finds beyond is expansion."""
-    return qp("prism", prism_seed_facts=0, **kw)
+    """The prism mode seeded by name linking only (the query names Alice Vance): what it finds beyond is expansion.
+    ``top_k`` 10: room for every entity the expansion finds (prism returns at most ``top_k``)."""
+    return qp("prism", **{"prism_seed_facts": 0, "top_k": 10, **kw})
 
 
 def names(result: dict) -> list[str]:
@@ -55,8 +56,8 @@ async def test_knobs_off_is_stock_lightrag(rag, monkeypatch):
 
 
 async def test_prism_finds_two_hop_entity_and_its_chunk_that_hybrid_misses(rag):
-    hybrid = await rag.aquery_data(QUERY, qp("hybrid"))
-    result = await rag.aquery_data(QUERY, qp_one_seed())
+    hybrid = await rag.aquery_data(QUERY, qp("hybrid", top_k=4))
+    result = await rag.aquery_data(QUERY, qp_one_seed(top_k=4))
     assert "Blue River" not in names(hybrid) and chunk_id_of("c_blue") not in chunk_ids(hybrid)
     assert "Blue River" in names(result)
     assert chunk_id_of("c_blue") in chunk_ids(result)
@@ -341,3 +342,18 @@ async def test_the_dense_head_seeds_the_walk_with_the_entity_seeds_mass(rag, mon
     extra_by_id = dict(zip(hippo.passage_ids, extra))
     assert {cid for cid, mass in extra_by_id.items() if mass > 0} == head
     assert sum(extra_by_id[c] for c in head) == pytest.approx(entities.sum())
+
+
+async def test_prism_returns_at_most_top_k_entities_and_relations_seeds_and_facts_first(rag):
+    wide = await rag.aquery_data(QUERY, qp("prism", top_k=20, chunk_top_k=5))
+    narrow = await rag.aquery_data(QUERY, qp("prism", top_k=3, chunk_top_k=5))
+    wide_entities, narrow_entities = names(wide), names(narrow)
+    wide_relations = [(r["src_id"], r["tgt_id"]) for r in wide["data"]["relationships"]]
+    narrow_relations = [(r["src_id"], r["tgt_id"]) for r in narrow["data"]["relationships"]]
+    assert len(wide_entities) > 3 and len(wide_relations) > 3  # the cap below takes something away
+    assert narrow_entities == wide_entities[:3] and narrow_relations == wide_relations[:3]
+    found_by = [e["found_by"] for e in wide["data"]["entities"]]
+    seeds = found_by.count("seed")
+    assert seeds and found_by[:seeds] == ["seed"] * seeds  # seeds lead, then the expansion in fused order
+    assert wide["data"]["relationships"][0]["found_by"] == "fact"
+    assert chunk_ids(narrow) == chunk_ids(wide)  # passages are ranked by the walk, not by the items kept

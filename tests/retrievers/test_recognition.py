@@ -18,7 +18,10 @@ IS_RECOGNITION = "Which items are irrelevant to the question?"
 
 
 def qp(mode="prism", **kw) -> QueryParam:
-    return QueryParam(mode=mode, ll_keywords=LL, hl_keywords=HL, top_k=2, enable_rerank=False, **kw)
+    # prism returns at most top_k entities: 10 leaves room for all the expansion finds; stock modes take 2
+    top_k = 10 if mode == "prism" else 2
+    return QueryParam(**{"mode": mode, "ll_keywords": LL, "hl_keywords": HL, "top_k": top_k, "enable_rerank": False,
+                         **kw})
 
 
 def flagger(*needles: str):
@@ -84,7 +87,7 @@ async def test_flagged_items_are_removed_by_id_and_order_is_kept(tmp_path, scrip
 
 async def test_entity_on_a_path_between_kept_entities_survives(tmp_path, scripted_server):
     # seeds Alice Vance and Gallery Nine (both named in the query); everything else is reached by multi-hop paths
-    param = QueryParam(mode="prism", ll_keywords=["Alice Vance", "Gallery Nine"], hl_keywords=HL, top_k=2,
+    param = QueryParam(mode="prism", ll_keywords=["Alice Vance", "Gallery Nine"], hl_keywords=HL, top_k=10,
                        enable_rerank=False, multi_hop_relevance_threshold=0.0, top_ppr_nodes=0, top_fastrp_nodes=0,
                        prism_seed_facts=0)
     base, got = await run(tmp_path, scripted_server, param, "entity Townsville", "relation Alice Vance -- Townsville",
