@@ -135,7 +135,9 @@ def hippo_state(rag) -> HippoState:
     if state is None:
         owner = find_plugin_state(rag)  # None: a duck-typed instance (tests, tools) keeps them in memory
         vectors = owner.vectors if owner is not None else None
-        state = HippoState(EmbeddingIndex(NAME_INDEX, vectors), EmbeddingIndex(FACT_INDEX, vectors))
+        # the fact index is scanned whole by every query: column-major (index.py)
+        state = HippoState(EmbeddingIndex(NAME_INDEX, vectors),
+                           EmbeddingIndex(FACT_INDEX, vectors, column_major=True))
         rag.__dict__[STATE_ATTRIBUTE] = state
     return state
 

@@ -13,6 +13,10 @@ moved until those dead rows are an eighth of the matrix; then one compaction lay
 Re-gathering the whole matrix into the order asked on every sync cost two fresh copies of ~33 MB (names and facts)
 after deleting one document from 3,000 passages: most of the first query's cost. A row below the size a view was
 made with is never written again, so views of older snapshots stay valid while the index moves on.
+
+**Column-major on request** (``column_major=True``, the fact index): every query scores every fact, and OpenBLAS's
+matrix-vector product streams a column-major matrix faster (pooled bench, 62,000 x 384 facts, 2 threads: 3.5 ms
+against 4.4 row-major). Rows of such a matrix are gathered one dimension at a time (:func:`rows_of`).
 """
 
 from __future__ import annotations
@@ -45,24 +49,35 @@ class IndexRows:
 
     def __getitem__(self, which) -> np.ndarray:
         """The vectors of the ids at positions ``which`` (a copy)."""
-        return self.matrix[self.rows[which]]
+        return rows_of(self.matrix, self.rows[which])
 
     def vectors(self) -> np.ndarray:
         """Every id's vector, in the order asked (a copy: queries use :meth:`scores`)."""
-        return self.matrix[self.rows]
+        return rows_of(self.matrix, self.rows)
 
     def scores(self, query_vector: np.ndarray) -> np.ndarray:
         """The dot product of every id's vector with ``query_vector``, in the order asked."""
         return (self.matrix @ np.asarray(query_vector, dtype=self.matrix.dtype))[self.rows]
 
 
-class EmbeddingIndex:
-    """Vectors by id in memory, persisted in a :class:`VectorCache` (None: memory only)."""
+def rows_of(matrix: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``matrix[rows]`` in the matrix's layout. A column-major matrix is gathered one column at a time: indexing
+    its rows directly reads every element of a row from a different place (2.4 ms per 1,000 rows of 384 against
+    0.06)."""
+    if matrix.ndim == 2 and matrix.strides[0] < matrix.strides[1]:  # column-major, or rows of such a buffer
+        return np.take(matrix.T, rows, axis=1).T
+    return matrix[rows]
 
-    def __init__(self, name: str, store: VectorCache | None) -> None:
+
+class EmbeddingIndex:
+    """Vectors by id in memory, persisted in a :class:`VectorCache` (None: memory only); ``column_major``: the
+    matrix's layout (see the module docs)."""
+
+    def __init__(self, name: str, store: VectorCache | None, column_major: bool = False) -> None:
         self.name, self.store = name, store
         self.ids: list[str] = []  # the ids held, in the order of the last sync
-        self._buffer = np.zeros((0, 0), np.float32)  # rows [0, _size) in use; the rest is room to append
+        self._order = "F" if column_major else "C"
+        self._buffer = np.zeros((0, 0), np.float32, order=self._order)  # rows [0, _size) in use; room after
         self._size = 0
         self._row: dict[str, int] = {}  # id -> its row in ``_buffer``
         self._staged: dict[str, np.ndarray] = {}  # id -> vector computed ahead of ``sync``
@@ -171,7 +186,8 @@ class EmbeddingIndex:
         """Write ``vectors`` after the rows in use (a larger buffer when full: the old one stays with its views)."""
         count, dim = len(vectors), vectors[0].shape[-1]
         if self._size + count > len(self._buffer) or self._buffer.shape[1] != dim:
-            buffer = np.empty((max(self._size + count, len(self._buffer) * 5 // 4 + 64), dim), np.float32)
+            buffer = np.empty((max(self._size + count, len(self._buffer) * 5 // 4 + 64), dim), np.float32,
+                              order=self._order)
             if self._size:
                 buffer[:self._size] = self._buffer[:self._size]
             self._buffer = buffer
@@ -181,7 +197,8 @@ class EmbeddingIndex:
 
     def _compact(self, unique: list[str], rows: np.ndarray) -> np.ndarray:
         """Only the live rows, in the order of ``unique``, in a new buffer (old views keep the old one)."""
-        self._buffer = self._buffer[rows] if len(rows) else np.zeros((0, self._buffer.shape[1]), np.float32)
+        dim = self._buffer.shape[1]
+        self._buffer = rows_of(self._buffer, rows) if len(rows) else np.zeros((0, dim), np.float32, order=self._order)
         self._size = len(rows)
         self._row = dict(zip(unique, range(len(unique))))
         self.compactions += 1
