@@ -4,7 +4,7 @@
 selects from vectors that long four times. Here a strided sample gives a threshold first: if at least ``k`` sampled
 values are >= t, at least ``k`` values are >= t overall, so every one of the top ``k`` is among the values >= t.
 Those few candidates are ranked exactly. Same result whatever the data (an unlucky sample only leaves more
-candidates); about 0.03 ms on 60,000 scores.
+candidates); under 0.1 ms on 60,000 scores (`benchmarks/bench_query_kernels.py`).
 
 Ties are broken by the lower index, also at the k-th place (``argpartition`` keeps an arbitrary one of them).
 """
