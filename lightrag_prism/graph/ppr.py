@@ -320,7 +320,7 @@ def symmetric_ppr(adj: sp.csr_matrix, out_weight: np.ndarray, personalization, *
     _check_params(damping, tol, max_iter)
     degree = np.asarray(out_weight, dtype=np.float64)
     p = _normalized_columns(_one_column(personalization), adj.shape[0])
-    return ppr_cg.solve(ppr_cg.ScaledAdjacency(adj, degree), degree, p, damping, tol, max_iter)[:, 0]
+    return ppr_cg.solve(ppr_cg.ScaledAdjacency(adj, degree), degree, p[:, 0], damping, tol, max_iter)
 
 
 def personalized_pagerank_batch(adj, personalizations, *, damping=0.85, tol=1e-6, max_iter=100,
@@ -362,10 +362,10 @@ def _solve_symmetric(t: Transition, p: np.ndarray, damping: float, tol: float, m
     (PPR mass never leaves them), else on the whole graph."""
     nodes = _seed_components(t, np.flatnonzero(p[:, 0]))
     if nodes is None:
-        return ppr_cg.solve(_normalized(t), t.out_weight, p, damping, tol, max_iter)
+        return ppr_cg.solve(_normalized(t), t.out_weight, p[:, 0], damping, tol, max_iter)[:, None]
     out = np.zeros_like(p)
     sub = _normalized(t)[nodes][:, nodes]
-    out[nodes] = ppr_cg.solve(sub, t.out_weight[nodes], p[nodes], damping, tol, max_iter)
+    out[nodes, 0] = ppr_cg.solve(sub, t.out_weight[nodes], p[nodes, 0], damping, tol, max_iter)
     return out
 
 
