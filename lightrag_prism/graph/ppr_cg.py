@@ -14,10 +14,10 @@ heuristic by comparison): with R the L1 residual of the y-system (``||D^1/2 r_z|
 bound is <= tol. The bound needs two passes over the vector, so it is evaluated only once the cheap lower bound
 ``min(sqrt(d)) ||r_z||_2`` of R is below ``tol / 2`` (about what the rule asks, as ``S ~ 1 / (1 - d)``).
 
-One personalization at a time, on 1-D vectors updated in place (BLAS ``daxpy``/``ddot``): every caller solves one
-(a batch of several runs the power iteration, ``ppr.py``), and on the pooled bench's passage graph (66,000 nodes)
-this took a query's PPR 7.4 -> 5.9 ms against the earlier (N, B) block form, whose vector updates each made a
-temporary and whose dot products went through ``einsum``.
+One personalization at a time, on 1-D vectors: every caller solves one (a batch of several runs the power
+iteration, ``ppr.py``), and 1-D dot products go to BLAS where the earlier (N, B) block form went through
+``einsum``. Not scipy's BLAS: its own OpenBLAS threads then spin beside numpy's, and every query of the process,
+``naive``'s too, ran 1.7x slower.
 
 A graph re-weighted per query is solved through :class:`ScaledAdjacency`, which applies ``D^-1/2 A D^-1/2``
 without forming it.
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.linalg import blas
 
 
 def inverse_sqrt(degree: np.ndarray) -> np.ndarray:
@@ -105,14 +104,15 @@ def solve(normalized, degree: np.ndarray, p: np.ndarray, damping: float, tol: fl
         return out
 
     r = b - apply(z)
-    q, rr = r.copy(), float(blas.ddot(r, r))
+    q, rr = r.copy(), float(np.dot(r, r))
+    step = np.empty_like(q)  # reused: a fresh temporary per update costs page faults on large graphs
     for _ in range(max_iter):
         aq = apply(q)
-        qaq = float(blas.ddot(q, aq))
+        qaq = float(np.dot(q, aq))
         alpha = rr / qaq if qaq > 0 else 0.0
-        z = blas.daxpy(q, z, a=alpha)  # in place: z += alpha q
-        r = blas.daxpy(aq, r, a=-alpha)
-        rr_new = float(blas.ddot(r, r))
+        z += np.multiply(q, alpha, out=step)
+        r -= np.multiply(aq, alpha, out=step)
+        rr_new = float(np.dot(r, r))
         if np.sqrt(rr_new) * sqrt_deg_min <= tol / 2.0 and \
                 _error_bound(z, r, sqrt_deg, isolated_mass, damping) <= tol:
             break
