@@ -10,7 +10,7 @@ normalisation absorbs. Substituting ``y = D^1/2 z`` gives the symmetric positive
 Stopping rule, a guarantee of ``||x - x*||_1 <= tol`` (power iteration's ``||x_t - x_(t-1)||_1 < tol`` is a
 heuristic by comparison): with R the L1 residual of the y-system (``||D^1/2 r_z||_1``), the error
 ``E = ||y - y*||_1 <= R / (1 - d)`` because ``||(I - d P^T)^-1||_1 <= 1 / (1 - d)``; then
-``||x - x*||_1 <= E (1 + ||y||_1 / S) / S*`` with ``S = sum(y)`` and ``S* >= S - E``. A column stops when that
+``||x - x*||_1 <= E (1 + ||y||_1 / S) / S*`` with ``S = sum(y)`` and ``S* >= S - E``. The solve stops when that
 bound is <= tol. The bound needs two passes over the vector, so it is evaluated only once the cheap lower bound
 ``min(sqrt(d)) ||r_z||_2`` of R is below ``tol / 2`` (about what the rule asks, as ``S ~ 1 / (1 - d)``).
 

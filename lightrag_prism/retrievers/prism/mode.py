@@ -238,15 +238,15 @@ async def retrieve(ctx) -> Retrieval:
                     ppr_fn=passage_aware_ppr)
     ctx.retrieval.metadata["expansion"] = {"knobs": knobs, "seeds": int(seeds.size), "found": exp.counts,
                                            "expanded_entities": int(exp.nodes.size), "linked_facts": int(fact_ids.size)}
-    seed_items, fact_items = _linked_items(snap, exp, fact_ids, fact_scores)
-    new_entities, new_relations, _, _ = _expanded_items(snap, exp, sig, fact_items,
-                                                        max(param.top_k - len(fact_items), 0),
-                                                        entity_cap=max(param.top_k - len(seed_items), 0))
-    retrieval = ctx.retrieval
     # top_k entities and top_k relations, as LightRAG's local and global modes return: every item beyond them is
     # rendered and token-counted by LightRAG's context assembly (on the pooled bench, 70 entities made it 17 ms)
-    retrieval.entities = (seed_items + new_entities)[:param.top_k]
-    retrieval.relations = (fact_items + new_relations)[:param.top_k]
+    top_k = max(param.top_k, 0)
+    seed_items, fact_items = (items[:top_k] for items in _linked_items(snap, exp, fact_ids, fact_scores))
+    new_entities, new_relations, _, _ = _expanded_items(snap, exp, sig, fact_items, top_k - len(fact_items),
+                                                        entity_cap=top_k - len(seed_items))
+    retrieval = ctx.retrieval
+    retrieval.entities = seed_items + new_entities
+    retrieval.relations = fact_items + new_relations
     if "ppr" in passage_scores:
         retrieval.chunks = _ranked_chunks(hippo, passage_scores["ppr"], dense, head_rows, param, "ppr")
     else:  # an empty graph: LightRAG answers "no results" for a KG mode without entities anyway
