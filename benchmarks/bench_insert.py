@@ -174,14 +174,12 @@ async def run_stock(passages, followup, work: Path) -> dict:
 
 
 def warm_up() -> str:
-    """Start the embedder's worker process and load spaCy before anything is timed (one-off process costs)."""
-    from lightrag_prism.backends import local_embedding_func
-    from lightrag_prism.backends.local_embedder import worker_precision
+    """Start the embedder's worker processes and load spaCy before anything is timed (one-off process costs)."""
+    from lightrag_prism.backends.local_embedder import start_workers
     from lightrag_prism.insert.extraction import get_extractor
 
     get_extractor("spacy")
-    asyncio.run(local_embedding_func().func(["warm up"]))
-    return worker_precision()
+    return start_workers()
 
 
 def report_line(side: str, n: int, seconds: float, base_ms: float | None) -> str:

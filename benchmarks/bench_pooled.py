@@ -83,10 +83,21 @@ async def score(rag, dataset: Dataset, modes: list[str], samples: int) -> tuple[
     return rows, questions
 
 
+def embedder_setup() -> str:
+    """The local embedder's workers as they ran ("2 workers x 1 thread, bf16"); "not started" when the index was
+    reused and nothing was embedded in a worker."""
+    from lightrag_prism.backends import local_embedder
+
+    config = local_embedder._pool.config
+    if config is None:
+        return "not started"
+    return f"{config[2]} worker(s) x {config[0]} thread(s), {local_embedder.worker_precision()}"
+
+
 def build_line(resources: dict) -> str:
     split = resources["cores_busy_by_process"]
-    return (f"peak RSS {resources['peak_rss_mb']} MB (with the embedder worker), {resources['cores_busy']} cores "
-            f"busy on average over {resources['wall_seconds']} s (this process {split['main']}, embedder worker "
+    return (f"peak RSS {resources['peak_rss_mb']} MB (with the embedder workers), {resources['cores_busy']} cores "
+            f"busy on average over {resources['wall_seconds']} s (this process {split['main']}, embedder workers "
             f"{split['children']}; {resources['idle_seconds']} s with everything waiting)")
 
 
@@ -112,7 +123,8 @@ async def run(args) -> dict:
         rag = await open_index(pooled, work / f"{pooled.name}-{len(pooled.passages)}", text_only=not args.openie,
                                batch_seconds=batches)
     report["build_seconds"] = round(time.perf_counter() - start, 1)
-    report["build_resources"] = build.report()  # the build process and its embedder worker
+    report["build_resources"] = build.report()  # the build process and its embedder workers
+    report["embedder"] = embedder_setup()
     report["batch_seconds"] = batches  # ainsert batches of 500 passages, in order (none when reused)
     report["chunk_token_size"] = rag.chunk_token_size
     report["index"] = await index_stats(rag, report["build_seconds"])
@@ -141,7 +153,8 @@ async def run(args) -> dict:
     (out / "rankings.json").write_text(json.dumps(rankings))
     how = "built" if batches else "index reused, opened"  # an open reads the stores and builds the query views
     text = [f"{pooled.name}: {len(pooled.passages)} passages, {how} in {report['build_seconds']} s; chunk_token_size "
-            f"{rag.chunk_token_size}; {report['index']['entities']} entities, {report['index']['relations']} relations"]
+            f"{rag.chunk_token_size}; {report['index']['entities']} entities, {report['index']['relations']} relations"
+            f"; embedder {report['embedder']}"]
     if batches:
         # A fresh build's batches are all full but the last when the corpus is not a multiple of 500 (9,002: two
         # passages), which says nothing about how batches grow: compare the full ones.

@@ -28,6 +28,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 from lightrag.utils import EmbeddingFunc
@@ -153,6 +154,13 @@ class _WorkerPool:
                     threading.Thread(target=self._start_helpers, args=(config, processes - 1), daemon=True).start()
             return list(self.workers)
 
+    def all_ready(self, config: Config, timeout: float = 120.0) -> list[_Worker]:
+        """Every worker of ``config``, waiting for the helpers to start (benchmarks time nothing before)."""
+        deadline = time.monotonic() + timeout
+        while len(workers := self.ready(config)) < config[2] and self.failure is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return workers
+
     def _start_helpers(self, config: Config, count: int) -> None:
         for _ in range(count):
             with self._lock:
@@ -217,6 +225,13 @@ atexit.register(_pool.shutdown)
 def worker_precision() -> str | None:
     """The precision the running workers use ("fp32"/"bf16"), None before the first embedding."""
     return _pool.precision
+
+
+def start_workers(config: Config | None = None) -> str | None:
+    """Start the workers of ``config`` (default: :func:`worker_config`) and wait until all are ready; returns the
+    precision they run."""
+    _pool.all_ready(config or worker_config())
+    return worker_precision()
 
 
 def default_processes() -> int:

@@ -60,3 +60,32 @@ def test_the_workers_passes_give_sentence_transformers_vectors_in_request_order(
     ids = model.tokenizer(TEXTS, truncation=True, max_length=model.max_seq_length)["input_ids"]
     batches = length_batches([len(row) for row in ids], 64, TOKENS_PER_BATCH["fp32"])
     assert batches[0][0] == 3 and 2 < len(batches) < len(TEXTS) // 10
+
+
+def test_auto_precision_takes_the_best_of_alternating_timings(monkeypatch):
+    """A slow first bf16 timing (the machine busy for a moment) must not pick fp32 where bf16 is faster."""
+    import time
+
+    from lightrag_prism.backends import embed_worker
+
+    vectors = np.tile(np.eye(1, 8, dtype=np.float32), (len(embed_worker.CALIBRATION_TEXTS), 1))  # unit rows
+    calls = {"fp32": 0, "bf16": 0}
+
+    def fake_encoder(model, bf16):
+        name = "bf16" if bf16 else "fp32"
+
+        def encode(texts, batch_size=64):
+            calls[name] += 1
+            if len(texts) == len(embed_worker.CALIBRATION_TEXTS):  # a timed call (the warm-up has 8 texts)
+                timed = calls[name] - 1
+                time.sleep(0.02 if name == "fp32" else (0.06 if timed == 1 else 0.01))
+            return vectors[:len(texts)]
+        return encode
+
+    monkeypatch.setattr(embed_worker, "_encoder", fake_encoder)
+    assert embed_worker.pick_precision(None, "auto") == "bf16"
+    assert calls == {"fp32": 1 + embed_worker.CALIBRATION_ROUNDS, "bf16": 1 + embed_worker.CALIBRATION_ROUNDS}
+    calls.update(fp32=0, bf16=0)
+    monkeypatch.setattr(embed_worker, "CALIBRATION_ROUNDS", 1)  # one timing each: the slow one decides
+    assert embed_worker.pick_precision(None, "auto") == "fp32"
+    assert embed_worker.pick_precision(None, "fp32") == "fp32" and embed_worker.pick_precision(None, "bf16") == "bf16"

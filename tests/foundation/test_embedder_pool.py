@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import time
 
 import numpy as np
 import pytest
@@ -54,11 +53,9 @@ TEXTS = [f"Entity {i}: " + "a description that grows with the index of the entit
 TEXTS += ["Marie Curie moved to Paris in 1891. " * 80, "x", "Zürich – Straße, naïve café; 東京タワー"]
 
 
-def _wait_for_helpers(pool, count: int, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while len(pool.workers) < count and time.monotonic() < deadline and pool.failure is None:
-        time.sleep(0.2)
-    assert pool.failure is None and len(pool.workers) == count
+def _wait_for_helpers(pool, config) -> None:
+    pool.all_ready(config)
+    assert pool.failure is None and len(pool.workers) == config[2]
 
 
 @pytest.fixture
@@ -74,7 +71,7 @@ def test_a_request_shared_by_two_workers_gives_the_models_vectors_in_request_ord
     config = (1, "fp32", 2)
     try:
         first = asyncio.run(local_embedder.encode(TEXTS, 64, config))  # the first worker alone (helper starting)
-        _wait_for_helpers(pool, 2)
+        _wait_for_helpers(pool, config)
         assert pool.workers[1].requested == pool.workers[0].precision == "fp32"
         assert len(set(pool.pids())) == 2
         shared = asyncio.run(local_embedder.encode(TEXTS, 64, config))
@@ -96,8 +93,8 @@ def test_a_request_shared_by_two_workers_gives_the_models_vectors_in_request_ord
 def test_helpers_run_the_precision_the_first_worker_picked():
     pool = local_embedder._pool
     try:
-        pool.ready((1, "auto", 2))
-        _wait_for_helpers(pool, 2)
+        assert local_embedder.start_workers((1, "auto", 2)) == pool.workers[0].precision
+        _wait_for_helpers(pool, (1, "auto", 2))
         assert pool.workers[0].requested == "auto" and pool.workers[0].precision in ("fp32", "bf16")
         assert pool.workers[1].requested == pool.workers[0].precision
     finally:
