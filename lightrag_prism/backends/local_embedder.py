@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import importlib.util
+import logging
 import os
 import subprocess
 import sys
@@ -47,6 +48,7 @@ QUERY_RUNTIMES = ("numpy", "worker")
 INSTALL_HINT = ("The local embedder needs the 'local' extra. Install CPU torch first, then the extra:\n"
                 "  pip install torch==2.13.0 && pip install 'lightrag-prism[local]'")
 Config = tuple  # (torch threads per worker, precision, worker processes)
+logger = logging.getLogger(__name__)
 
 
 class _Worker:
@@ -171,6 +173,8 @@ class _WorkerPool:
                 helper.start()
             except Exception as exc:  # noqa: BLE001 - the pool goes on with the workers it has
                 self.failure = f"{type(exc).__name__}: {exc}"
+                logger.warning("a second local embedder worker did not start (%s); embedding with %d",
+                               self.failure, len(self.workers))
                 return
             with self._lock:
                 if self.config != config:

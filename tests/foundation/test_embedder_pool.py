@@ -99,3 +99,31 @@ def test_helpers_run_the_precision_the_first_worker_picked():
         assert pool.workers[1].requested == pool.workers[0].precision
     finally:
         pool.shutdown()
+
+
+def test_a_helper_that_cannot_start_leaves_the_first_worker_answering_and_says_why(monkeypatch, caplog):
+    class FakeWorker:
+        started = 0
+
+        def __init__(self, threads, precision):
+            self.requested, self.precision = precision, None
+
+        def start(self):
+            FakeWorker.started += 1
+            if FakeWorker.started > 1:
+                raise RuntimeError("out of memory")
+            self.precision = "fp32"
+
+        def encode(self, texts, batch_size):
+            return np.full((len(texts), 4), 1.0, dtype=np.float32)
+
+        def shutdown(self):
+            pass
+
+    monkeypatch.setattr(local_embedder, "_Worker", FakeWorker)
+    pool = local_embedder._WorkerPool()
+    with caplog.at_level("WARNING", logger="lightrag_prism.backends.local_embedder"):
+        workers = pool.all_ready((1, "auto", 2), timeout=10)
+    assert len(workers) == 1 and "out of memory" in pool.failure
+    assert "did not start" in caplog.text
+    assert pool.encode(["a text"] * 100, 64, (1, "auto", 2)).shape == (100, 4)
