@@ -88,7 +88,7 @@ def embedder_setup() -> str:
     reused and nothing was embedded in a worker."""
     from lightrag_prism.backends import local_embedder
 
-    config = local_embedder._pool.config
+    config = local_embedder.running_config()
     if config is None:
         return "not started"
     return f"{config[2]} worker(s) x {config[0]} thread(s), {local_embedder.worker_precision()}"

@@ -94,7 +94,7 @@ def pick_precision(model, requested: str) -> str:
     timings, vectors = {name: float("inf") for name in encoders}, {}
     for encode in encoders.values():
         encode(CALIBRATION_TEXTS[:8])  # first call pays one-off setup
-    # the best of alternating rounds: one timing each picked fp32 in one of six starts on a machine where bf16 is 1.6x faster
+    # the best of alternating rounds: one timing each picked fp32 in one of six starts where bf16 is 1.6x faster
     for _ in range(CALIBRATION_ROUNDS):
         for name, encode in encoders.items():
             start = time.perf_counter()

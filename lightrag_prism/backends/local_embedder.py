@@ -231,6 +231,11 @@ def worker_precision() -> str | None:
     return _pool.precision
 
 
+def running_config() -> Config | None:
+    """``(torch threads per worker, precision asked, processes)`` of the running workers, None before any."""
+    return _pool.config
+
+
 def start_workers(config: Config | None = None) -> str | None:
     """Start the workers of ``config`` (default: :func:`worker_config`) and wait until all are ready; returns the
     precision they run."""

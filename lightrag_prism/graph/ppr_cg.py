@@ -33,6 +33,7 @@ import scipy.sparse as sp
 # pass is not skipped (the break is then one step later, and the answer only more accurate).
 CHECK_SLACK = 4.0
 
+
 def inverse_sqrt(degree: np.ndarray) -> np.ndarray:
     """``D^-1/2`` as a vector: ``1 / sqrt(degree)``, 0 on nodes of degree 0."""
     degree = np.asarray(degree, dtype=np.float64)
