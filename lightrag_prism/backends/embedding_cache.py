@@ -43,6 +43,11 @@ class CachedEmbedding:
     def __deepcopy__(self, memo):  # LightRAG deep-copies its config on every call: share, don't copy
         return self
 
+    @property
+    def in_flight(self) -> int:
+        """Texts being embedded right now."""
+        return len(self._inflight)
+
     def clear(self) -> None:
         """Forget every vector (calls in flight still complete)."""
         self._vectors.clear()

@@ -19,7 +19,8 @@ from lightrag.chunker.token_size import chunking_by_token_size
 
 from .. import journal, patches
 from ..patches.journaled_stores import adopt_shared_namespaces, register_files
-from .group_commit import PACED_MIN_PARALLEL, CommitPolicy, install_group_commit
+from ..backends.embedding_cache import embedding_cache_of
+from .group_commit import PACED_MIN_PARALLEL, CallsInFlight, CommitPolicy, install_group_commit
 from .prefetch import install_prefetch
 from ..plugin_state import PluginState, plugin_state, register, unregister
 from .entity_types.discovery import STATE_DOCUMENT as ENTITY_TYPES_DOCUMENT
@@ -41,11 +42,18 @@ def install_insert_features(rag) -> None:
     """Before ``LightRAG.__post_init__``: the insert hooks object and the wrapped chunking function."""
     hooks = InsertHooks(rag)
     rag._prism_insert_hooks = hooks
-    rag._prism_commit_policy = CommitPolicy()
+    llm_calls = CallsInFlight()  # a paced flush waits out its round while LLM answers or vectors are awaited
+    rag.llm_model_func = llm_calls.wrap(rag.llm_model_func)
+    rag._prism_commit_policy = CommitPolicy(busy=lambda: llm_calls.count > 0 or _embeddings_in_flight(rag))
     user_chunker = None if rag.chunking_func is chunking_by_token_size else rag.chunking_func
     embed_max = getattr(rag.embedding_func, "max_token_size", None) if rag.embedding_func is not None else None
     rag.chunking_func = make_prism_chunker(user_chunker, hooks.timestamps, table_aware=rag.table_aware_chunking,
                                            embed_max_tokens=embed_max or None, find_stored=hooks.find_stored)
+
+
+def _embeddings_in_flight(rag) -> bool:
+    cache = embedding_cache_of(rag.embedding_func)
+    return cache is not None and cache.in_flight > 0
 
 
 _DONE_STATUSES = {DocStatus.PROCESSED.value, "all"}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import inspect
+import threading
 import time
 
 import numpy as np
@@ -197,6 +199,72 @@ async def test_bulk_runs_flush_a_small_store_at_most_once_per_min_gap(no_gc_paus
     assert store.flushes <= 8 and group.calls >= 3 * store.flushes  # ~one per 50 ms (the first at once)
     with pytest.raises(ValueError):
         CommitPolicy(pace=-1)
+
+
+async def test_a_paced_wait_ends_at_the_first_idle_probe_and_lasts_while_anything_is_busy(no_gc_pauses):
+    """The round of a bulk run is cut short when the process is idle and nothing is in flight: every document then
+    waits for a flush, and the rest of the round would only have been waited out."""
+    from lightrag_prism.insert.group_commit import IDLE_PROBE
+
+    in_flight = [False]
+    policy = CommitPolicy(busy=lambda: in_flight[0])
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    await policy.wait(5.0)
+    assert loop.time() - start < 2 * IDLE_PROBE  # idle: one probe
+
+    in_flight[0] = True  # an LLM answer or vectors awaited: the round is waited out
+    start = loop.time()
+    await policy.wait(3 * IDLE_PROBE)
+    assert loop.time() - start >= 3 * IDLE_PROBE - 0.01
+
+    in_flight[0] = False
+    stop = threading.Event()
+
+    def spin():  # document work of this process (extraction, a flush on LightRAG's storage thread)
+        while not stop.is_set():
+            sum(range(1000))
+
+    worker = threading.Thread(target=spin)
+    worker.start()
+    try:
+        start = loop.time()
+        await policy.wait(3 * IDLE_PROBE)
+        assert loop.time() - start >= 3 * IDLE_PROBE - 0.01
+    finally:
+        stop.set()
+        worker.join()
+
+
+async def test_an_idle_bulk_flush_does_not_wait_out_its_round(no_gc_pauses):
+    policy = CommitPolicy(pace=1000.0, min_gap=0.0)  # rounds of 1000 x the last flush: seconds
+    store = SlowStore(seconds=0.01)
+    group = GroupFlush(store.flush, policy)
+    await group()
+    with policy.bulk():
+        assert policy.round_seconds() > 5
+        called = time.monotonic()
+        await group()
+    assert store.spans[-1][0] - called < 1.0
+
+
+async def test_calls_in_flight_counts_running_calls_and_keeps_the_functions_marks():
+    from lightrag_prism.insert.group_commit import CallsInFlight
+
+    calls, release = CallsInFlight(), asyncio.Event()
+
+    async def llm(prompt, history_messages=None):
+        await release.wait()
+        return prompt.upper()
+
+    llm.is_offline_stand_in = True
+    wrapped = calls.wrap(llm)
+    assert wrapped.is_offline_stand_in and "history_messages" in inspect.signature(wrapped).parameters
+    running = [asyncio.ensure_future(wrapped("a")), asyncio.ensure_future(wrapped("b"))]
+    await asyncio.sleep(0)
+    assert calls.count == 2
+    release.set()
+    assert await asyncio.gather(*running) == ["A", "B"] and calls.count == 0
 
 
 async def test_covered_seconds_is_the_union_of_overlapping_intervals():
