@@ -1,0 +1,199 @@
+"""Where a query's time goes: stage timers inside ``naive``, ``prism`` and ``hipporag`` queries on a bench index.
+
+    python benchmarks/profile_query.py --working-dir prism_storage/bench           # pooled index, HotpotQA, 60 q
+    python benchmarks/profile_query.py --working-dir DIR --set musique --questions 100
+    python benchmarks/profile_query.py --own-index DIR --set hotpotqa              # the set's own index
+
+The pooled index is ``bench_pooled.py``'s (the same ``--working-dir``; built there if missing, about 20 minutes);
+``--own-index DIR`` opens the set's own index as ``bench_pooled.py --single-sets DIR`` does. Each question is asked
+once per mode, the modes in rotating order, each cold as in the bench (the vector cache and the tokenizer's kept
+segments emptied before it). Timers wrap the stages in place (module attributes replaced for the run); a stage
+called several times in one query counts its sum. Printed: the median ms per query of each stage and of the whole
+query. "LightRAG context and the rest" is the whole query minus the question's embedding, the retriever and the
+tokenizer: LightRAG's context assembly on the event loop, and the wrappers. The tokenizer runs in LightRAG's
+tokenizer thread while the query waits for it, so it adds to the query's time. Writes ``--out`` (JSON) if given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import functools
+import importlib
+import inspect
+import json
+import logging
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_pooled import pooled_dataset  # noqa: E402
+
+from lightrag_prism.backends.embedding_cache import embedding_cache_of  # noqa: E402
+from lightrag_prism.eval.bench import _rank_with_mode, open_index, passage_lookup  # noqa: E402
+
+EMBED, TOKENIZER = "embedding the question", "tokenizer (LightRAG's counts)"
+RETRIEVER = "retriever (without the embedding)"
+# (label, module, attribute): the attribute is looked up when the stage runs, so the module's own calls go through
+# the timer. Stages inside the retriever are part of its time.
+STAGES = (
+    (EMBED, "lightrag_prism.backends.embedding_cache", "CachedEmbedding.__call__"),
+    (RETRIEVER, "lightrag_prism.retrievers.prism", "retrieve"),
+    (RETRIEVER, "lightrag_prism.retrievers.hipporag", "retrieve"),
+    ("  fact scan", "lightrag_prism.retrievers.hipporag.index", "IndexRows.scores"),
+    ("  multi-hop", "lightrag_prism.retrievers.prism.expand", "multihop_expand"),
+    ("  FastRP", "lightrag_prism.retrievers.prism.expand", "fastrp_scores"),
+    ("  PPR over entities and passages", "lightrag_prism.retrievers.passage_rank", "passage_ppr"),
+    ("  PPR over entities and passages", "lightrag_prism.retrievers.hipporag.mode", "rank_passages"),
+    ("  expanded items", "lightrag_prism.retrievers.prism.mode", "_expanded_items"),
+    (TOKENIZER, "lightrag_prism.backends.tokenizer", "OfflineTokenizer.encode"),
+)
+REST = "LightRAG context and the rest"
+MODES = ("naive", "prism", "hipporag")
+
+
+class StageTimes:
+    """Seconds per stage label for the query running now (``start``), kept per mode."""
+
+    def __init__(self) -> None:
+        self.current: dict[str, float] = defaultdict(float)
+        self.per_mode: dict[str, list[dict[str, float]]] = defaultdict(list)
+
+    def start(self) -> None:
+        self.current = defaultdict(float)
+
+    def finish(self, mode: str, total: float) -> None:
+        stages = dict(self.current)
+        stages["whole query"] = total
+        stages[REST] = total - sum(stages.get(k, 0.0) for k in (EMBED, RETRIEVER, TOKENIZER))
+        self.per_mode[mode].append(stages)
+
+    def timed(self, label: str, fn):
+        if inspect.iscoroutinefunction(fn):
+            @functools.wraps(fn)
+            async def wrapper(*args, **kwargs):
+                start, embedding = time.perf_counter(), self.current[EMBED]
+                try:
+                    return await fn(*args, **kwargs)
+                finally:
+                    # the retriever embeds the question itself: that time is the embedding's, counted once
+                    inner = self.current[EMBED] - embedding if label == RETRIEVER else 0.0
+                    self.current[label] += time.perf_counter() - start - inner
+        else:
+            @functools.wraps(fn)
+            def wrapper(*args, **kwargs):
+                start = time.perf_counter()
+                try:
+                    return fn(*args, **kwargs)
+                finally:
+                    self.current[label] += time.perf_counter() - start
+        return wrapper
+
+    @contextlib.contextmanager
+    def installed(self):
+        """Every stage's attribute replaced by its timed wrapper while inside (a missing one raises: the stages
+        moved), the originals put back after."""
+        originals = []
+        try:
+            for label, module_name, attribute in STAGES:
+                owner = importlib.import_module(module_name)
+                *path, name = attribute.split(".")
+                for part in path:
+                    owner = getattr(owner, part)
+                originals.append((owner, name, getattr(owner, name)))
+                setattr(owner, name, self.timed(label, originals[-1][2]))
+            yield self
+        finally:
+            for owner, name, original in reversed(originals):
+                setattr(owner, name, original)
+
+    def medians(self) -> dict[str, dict[str, float]]:
+        """Per mode: the median ms per query of each stage (0 where a query did not run it)."""
+        out = {}
+        for mode, queries in self.per_mode.items():
+            labels = dict.fromkeys(label for q in queries for label in q)
+            out[mode] = {label: round(1000 * statistics.median(q.get(label, 0.0) for q in queries), 2)
+                         for label in labels}
+        return out
+
+
+async def profile(rag, dataset, modes: list[str], questions: int, times: StageTimes) -> None:
+    lookup = passage_lookup(dataset)
+    cache = embedding_cache_of(rag.embedding_func)
+    asked = dataset.questions[:questions]
+    for question in asked[:3]:  # warm-up: views, first-use imports
+        for mode in modes:
+            await _rank_with_mode(rag, mode, question.text, lookup, {})
+    for i, question in enumerate(asked):
+        for mode in modes[i % len(modes):] + modes[:i % len(modes)]:  # rotating order: no mode always first
+            if cache is not None:
+                cache.clear()
+            if hasattr(rag.tokenizer, "clear"):
+                rag.tokenizer.clear()
+            times.start()
+            start = time.perf_counter()
+            await _rank_with_mode(rag, mode, question.text, lookup, {})
+            times.finish(mode, time.perf_counter() - start)
+
+
+def table(medians: dict[str, dict[str, float]], modes: list[str]) -> str:
+    labels = [label for label, _, _ in STAGES] + [REST, "whole query"]
+    rows = ["| stage (median ms per query) | " + " | ".join(modes) + " |", "|---" * (len(modes) + 1) + "|"]
+    for label in dict.fromkeys(labels):
+        cells = [medians[m].get(label) for m in modes]
+        if any(cells):
+            name = f"- {label.strip()}" if label.startswith("  ") else label  # a stage inside the retriever
+            rows.append(f"| {name} | " + " | ".join("-" if c is None else f"{c:.1f}" for c in cells) + " |")
+    if "naive" in modes:
+        base = medians["naive"]["whole query"]
+        rows.append("| whole query / naive's | " + " | ".join(f"{medians[m]['whole query'] / base:.2f}x"
+                                                             for m in modes) + " |")
+    return "\n".join(rows)
+
+
+async def run(args) -> dict:
+    pooled, sets = pooled_dataset(False)
+    dataset = sets[args.set]
+    modes = [m for m in args.modes.split(",") if m]
+    if args.own_index:
+        where, data = Path(args.own_index) / f"{dataset.name}-{len(dataset.passages)}-text", dataset
+    else:
+        where, data = Path(args.working_dir) / f"{pooled.name}-{len(pooled.passages)}", pooled
+    rag = await open_index(data, where, text_only=True)
+    times = StageTimes()
+    try:
+        with times.installed():
+            await profile(rag, dataset, modes, args.questions, times)
+    finally:
+        await rag.finalize_storages()
+    medians = times.medians()
+    report = {"index": str(where), "set": args.set, "questions": min(args.questions, len(dataset.questions)),
+              "stages_ms": medians}
+    print(f"{args.set}, {report['questions']} questions, index {where}\n" + table(medians, modes))
+    if args.out:
+        Path(args.out).write_text(json.dumps(report, indent=2))
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--working-dir", default="prism_storage/bench", help="bench_pooled.py's working dir")
+    parser.add_argument("--own-index", metavar="DIR", help="profile the set's own index in DIR instead")
+    parser.add_argument("--set", default="hotpotqa", choices=("musique", "hotpotqa"))
+    parser.add_argument("--questions", type=int, default=60)
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--out", help="write the medians as JSON here")
+    args = parser.parse_args()
+    logging.getLogger("lightrag").setLevel(logging.WARNING)
+    asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    main()

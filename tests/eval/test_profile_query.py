@@ -1,0 +1,77 @@
+"""benchmarks/profile_query.py: its timers reach every stage they name, account for a query's time, and leave."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+from lightrag.utils import EmbeddingFunc
+
+from lightrag_prism.eval.datasets import Dataset, Passage, Question
+from lightrag_prism.retrievers import passage_rank
+from tests.retrievers._kg import CHUNKS, DIM, QUERY, _embed, make_rag
+
+pytestmark = pytest.mark.asyncio
+ROOT = Path(__file__).resolve().parents[2]
+EMBED_SECONDS = 0.03  # a question's embedding takes this long here: long enough to show where it is counted
+
+
+async def _slow_embed(texts, **kwargs):
+    await asyncio.sleep(EMBED_SECONDS)
+    return await _embed(texts, **kwargs)
+
+
+def _profiler():
+    spec = importlib.util.spec_from_file_location("profile_query", ROOT / "benchmarks" / "profile_query.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("profile_query", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _toy_dataset() -> Dataset:
+    passages = [Passage(id=alias, title="", text=text) for alias, text in CHUNKS.items()]
+    questions = [Question(id="q1", text=QUERY, gold_passage_ids=("c_alice", "c_blue"), answer="Blue River"),
+                 Question(id="q2", text="Who opened a painting exhibition at Gallery Nine?",
+                          gold_passage_ids=("c_bob",), answer="Bob Stone")]
+    return Dataset(name="toy", passages=passages, questions=questions)
+
+
+async def test_stage_timers_account_for_each_query_and_are_removed_after(tmp_path):
+    pq = _profiler()
+    original_ppr = passage_rank.passage_ppr
+    rag = await make_rag(tmp_path, embedding_func=EmbeddingFunc(embedding_dim=DIM, max_token_size=8192,
+                                                                func=_slow_embed, model_name="hash-bow-slow"))
+    times = pq.StageTimes()
+    try:
+        with times.installed():
+            assert passage_rank.passage_ppr is not original_ppr
+            await pq.profile(rag, _toy_dataset(), ["naive", "prism", "hipporag"], 2, times)
+    finally:
+        await rag.finalize_storages()
+    assert passage_rank.passage_ppr is original_ppr  # the run leaves no timer behind
+
+    assert {mode: len(queries) for mode, queries in times.per_mode.items()} == {"naive": 2, "prism": 2,
+                                                                              "hipporag": 2}
+    ppr = "  PPR over entities and passages"
+    for mode, queries in times.per_mode.items():
+        for stages in queries:
+            assert stages[pq.EMBED] >= EMBED_SECONDS  # each query embeds its question: the cache is emptied first
+            assert stages[pq.TOKENIZER] > 0  # LightRAG counts the context's tokens in every mode
+            # the parts are disjoint: the retriever's own embedding is counted once, as the embedding's
+            assert stages[pq.REST] >= 0
+            assert stages["whole query"] >= stages[pq.EMBED] + stages.get(pq.RETRIEVER, 0.0)
+            if mode == "naive":  # LightRAG's own vector search: no plugin retriever ran
+                assert pq.RETRIEVER not in stages and ppr not in stages
+            else:
+                assert stages[pq.RETRIEVER] >= stages[ppr] + stages["  fact scan"] > 0
+    assert "  FastRP" in times.per_mode["prism"][0] and "  FastRP" not in times.per_mode["hipporag"][0]
+
+    medians = times.medians()
+    table = pq.table(medians, ["naive", "prism", "hipporag"])
+    assert "| - PPR over entities and passages | - |" in table
+    ratio_row = table.splitlines()[-1]
+    assert ratio_row.startswith("| whole query / naive's | 1.00x |")
