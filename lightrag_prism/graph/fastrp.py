@@ -71,8 +71,9 @@ def normalized_adjacency(adj, dtype=np.float32) -> tuple[sp.csr_matrix, np.ndarr
     return sp.csr_matrix(s, dtype=dtype), deg
 
 
-def _combine(powers, deg: np.ndarray, weights, r: float) -> np.ndarray:
-    """``rownorm(sum_k w_k diag(deg^r) Y_k)``; zero-degree nodes get scale 0 (0^r is undefined)."""
+def _combine(powers, deg: np.ndarray, weights, r: float, order: str = "C") -> np.ndarray:
+    """``rownorm(sum_k w_k diag(deg^r) Y_k)`` laid out in ``order``; zero-degree nodes get scale 0 (0^r is
+    undefined)."""
     scale = np.power(deg, r, out=np.zeros_like(deg), where=deg > 0).astype(powers[0].dtype)
     x = np.zeros_like(powers[0])
     for w, y in zip(weights, powers):  # loop over the K+1 iterations only
@@ -80,7 +81,7 @@ def _combine(powers, deg: np.ndarray, weights, r: float) -> np.ndarray:
             x += np.asarray(w, dtype=x.dtype) * y
     x *= scale[:, None]
     norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
+    return np.divide(x, norms, out=np.zeros_like(x, order=order), where=norms > 0)
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,10 @@ class FastRPState:
 
     ``powers[k] = S^k R`` (k = 0..K) are kept so that an update recomputes only the rows whose
     value can change: those within k hops of a node whose adjacency row changed.
+
+    ``embedding`` is column-major: a query scores every row against one vector (:func:`fastrp_similarity`), and
+    OpenBLAS's matrix-vector product streams a column-major matrix much faster (57,000 x 256 float32, 2 threads:
+    0.9 ms against 2.5 row-major).
     """
 
     adj: sp.csr_matrix
@@ -110,7 +115,7 @@ class FastRPState:
         powers = [random_projection(np.arange(adj.shape[0]), dim, seed, sparsity=sparsity)]
         for _ in range(len(iteration_weights) - 1):
             powers.append(s @ powers[-1])
-        x = _combine(powers, deg, iteration_weights, normalization_strength)
+        x = _combine(powers, deg, iteration_weights, normalization_strength, order="F")
         return cls(adj, tuple(powers), x, dim, tuple(iteration_weights), normalization_strength, seed, sparsity,
                    recomputed_rows=adj.shape[0] * (len(powers) - 1))
 
@@ -151,16 +156,17 @@ class FastRPState:
             count += rows.size
         # A row outside the last ball has the same powers and degree as before, so the same embedding row:
         # only the ball's rows are combined again (the combination is row by row).
-        x = _grown(self.embedding, n)
+        x = _grown(self.embedding, n, order="F")
         rows = np.flatnonzero(mask)
         x[rows] = _combine([y[rows] for y in powers], deg[rows], self.iteration_weights, self.normalization_strength)
         return FastRPState(adj, tuple(powers), x, self.dim, self.iteration_weights, self.normalization_strength,
                            self.seed, self.sparsity, recomputed_rows=count)
 
 
-def _grown(rows: np.ndarray, n: int) -> np.ndarray:
-    """A copy of ``rows`` with zero rows appended up to ``n`` (the old state's arrays are never written)."""
-    out = np.empty((n, rows.shape[1]), rows.dtype)
+def _grown(rows: np.ndarray, n: int, order: str = "C") -> np.ndarray:
+    """A copy of ``rows`` in ``order`` with zero rows appended up to ``n`` (the old state's arrays are never
+    written)."""
+    out = np.empty((n, rows.shape[1]), rows.dtype, order=order)
     out[:rows.shape[0]] = rows
     out[rows.shape[0]:] = 0
     return out

@@ -132,3 +132,16 @@ def test_similarity_is_weighted_mean_cosine():
 def test_negative_weight_raises():
     with pytest.raises(ValueError, match="non-negative"):
         fastrp_embeddings(sp.csr_matrix(np.array([[0, -1.0], [-1.0, 0]])), dim=8)
+
+
+def test_embedding_is_column_major_after_a_build_and_after_updates_and_scores_like_a_row_major_copy():
+    a = to_csr(weighted_graph("er", 300, 5))
+    grown = _grow(a, 7, 8, seed=5)
+    built = FastRPState.build(a, dim=32)
+    for state in (built, built.update(grown), FastRPState.build(grown, dim=32).update(grown, reuse_powers=True)):
+        # queries score every row against one vector: OpenBLAS streams a column-major matrix faster
+        assert state.embedding.flags.f_contiguous
+        seeds, weights = np.array([3, 17, 40]), np.array([0.5, 0.3, 0.2])
+        row_major = np.ascontiguousarray(state.embedding, dtype=np.float64)
+        reference = row_major @ (weights @ row_major[seeds] / weights.sum())
+        np.testing.assert_allclose(fastrp_similarity(state.embedding, seeds, weights), reference, atol=1e-6)
