@@ -6,9 +6,9 @@
 
 The pooled index is ``bench_pooled.py``'s (the same ``--working-dir``; built there if missing, about 20 minutes);
 ``--own-index DIR`` opens the set's own index as ``bench_pooled.py --single-sets DIR`` does. Each question is asked
-once per mode, the modes in rotating order, each cold as in the bench (the vector cache and the tokenizer's kept
-segments emptied before it). Timers wrap the stages in place (module attributes replaced for the run); a stage
-called several times in one query counts its sum. Printed: the median ms per query of each stage and of the whole
+once per mode, the modes in rotating order, each cold as in the bench (``eval.bench.forget_query_caches``).
+Timers wrap the stages in place (module attributes replaced for the run); a stage called several times in one
+query counts its sum. Printed: the median ms per query of each stage and of the whole
 query. "LightRAG context and the rest" is the whole query minus the question's embedding, the retriever and the
 tokenizer: LightRAG's context assembly on the event loop, and the wrappers. The tokenizer runs in LightRAG's
 tokenizer thread while the query waits for it, so it adds to the query's time. Writes ``--out`` (JSON) if given.
@@ -36,8 +36,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_pooled import pooled_dataset  # noqa: E402
 
-from lightrag_prism.backends.embedding_cache import embedding_cache_of  # noqa: E402
-from lightrag_prism.eval.bench import _rank_with_mode, open_index, passage_lookup  # noqa: E402
+from lightrag_prism.eval.bench import (  # noqa: E402
+    _rank_with_mode, forget_query_caches, open_index, passage_lookup)
 
 EMBED, TOKENIZER = "embedding the question", "tokenizer (LightRAG's counts)"
 RETRIEVER = "retriever (without the embedding)"
@@ -126,17 +126,13 @@ class StageTimes:
 
 async def profile(rag, dataset, modes: list[str], questions: int, times: StageTimes) -> None:
     lookup = passage_lookup(dataset)
-    cache = embedding_cache_of(rag.embedding_func)
     asked = dataset.questions[:questions]
     for question in asked[:3]:  # warm-up: views, first-use imports
         for mode in modes:
             await _rank_with_mode(rag, mode, question.text, lookup, {})
     for i, question in enumerate(asked):
         for mode in modes[i % len(modes):] + modes[:i % len(modes)]:  # rotating order: no mode always first
-            if cache is not None:
-                cache.clear()
-            if hasattr(rag.tokenizer, "clear"):
-                rag.tokenizer.clear()
+            forget_query_caches(rag)
             times.start()
             start = time.perf_counter()
             await _rank_with_mode(rag, mode, question.text, lookup, {})

@@ -116,26 +116,32 @@ async def _rank_with_mode(rag, mode: str, query: str, lookup: dict[str, str],
     return ranked, (result.get("metadata") or {}).get("prism", {})
 
 
+def forget_query_caches(rag, cache=None) -> None:
+    """Before a timed query: it embeds its question, as a new question does, so the instance's vector cache
+    (``cache``, default the one inside ``rag.embedding_func``) is emptied. Otherwise the first mode run embeds every
+    question and the modes after it reuse the vectors (about 40 ms a query on a 2-core AVX2 machine), which made
+    every mode look faster than ``naive`` next to it. The offline tokenizer's kept segments are forgotten too: a
+    mode would find the chunk lines of the same question already encoded by the mode before it."""
+    cache = cache if cache is not None else embedding_cache_of(rag.embedding_func)
+    if cache is not None:
+        cache.clear()
+    if hasattr(rag.tokenizer, "clear"):
+        rag.tokenizer.clear()
+
+
 async def evaluate_mode(rag, mode: str, dataset: Dataset, bm25: BM25Index | None, progress: bool,
                         overrides: dict | None = None) -> tuple[dict, list[list[str]]]:
     """Run ``mode`` on every question: (summary metrics, ranked passage ids per question).
     ``overrides``: extra ``PrismQueryParam`` fields (e.g. one perspective knob inside a stock mode).
 
-    Each timed query embeds its question, as a new question does: the instance's vector cache is emptied before
-    it. Otherwise the first mode run embeds every question and the modes after it reuse the vectors (about 40 ms
-    a query on a 2-core AVX2 machine), which made every mode look faster than ``naive`` next to it. The offline
-    tokenizer's kept segments are forgotten too: a mode would find the chunk lines of the same question already
-    encoded by the mode before it."""
+    Each timed query starts cold (:func:`forget_query_caches`)."""
     lookup = passage_lookup(dataset)
     name, knobs = parse_mode_spec(mode) if mode != "bm25" else (mode, {})
     knobs.update(overrides or {})
     retrieved, latencies, fallbacks = [], [], {}
     cache = embedding_cache_of(rag.embedding_func)
     for question in tqdm(dataset.questions, desc=f"{mode:>10}", unit="q", disable=not progress):
-        if cache is not None:
-            cache.clear()
-        if hasattr(rag.tokenizer, "clear"):
-            rag.tokenizer.clear()
+        forget_query_caches(rag, cache)
         start = time.perf_counter()
         if mode == "bm25":
             ranked, meta = [pid for pid, _ in bm25.search(question.text, k=max(KS) * 3)], {}
