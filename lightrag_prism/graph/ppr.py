@@ -117,16 +117,17 @@ def _check_adjacency(adj) -> sp.csr_matrix:
     return adj
 
 
-def transition_matrix(adj, symmetric: bool = False) -> Transition:
+def transition_matrix(adj, symmetric: bool = False, dtype=np.float64) -> Transition:
     """Build the cached :class:`Transition` (P^T with P = D^-1 A, D = out-weights) of ``adj``.
 
     ``symmetric=True`` promises ``adj == adj.T`` (an undirected graph, not checked): then
     ``P^T = A D^-1`` is ``adj`` with each column scaled, built in one O(nnz) pass without the
     transpose (for graphs re-weighted per query), and PPR on it is solved by conjugate gradients
-    (module ``ppr_cg``: same fixed point, ~3x fewer iterations at damping 0.85)."""
+    (module ``ppr_cg``: same fixed point, ~3x fewer iterations at damping 0.85). ``dtype``: what those
+    CG steps run in (float32 or float64; see ``ppr_cg``, "Precision follows the matrix")."""
     adj = _check_adjacency(adj)
     if symmetric:  # symmetric single solves never probe hubs; batches compute them lazily
-        return symmetric_transition(adj if adj.has_sorted_indices else adj.sorted_indices())
+        return symmetric_transition(adj if adj.has_sorted_indices else adj.sorted_indices(), dtype=dtype)
     out_w = np.asarray(adj.sum(axis=1)).ravel()
     dangling = out_w == 0
     inv = np.divide(1.0, out_w, out=np.zeros_like(out_w), where=~dangling)
@@ -136,14 +137,15 @@ def transition_matrix(adj, symmetric: bool = False) -> Transition:
 
 
 def symmetric_transition(adj: sp.csr_matrix, entry_rows: np.ndarray | None = None,
-                         out_weight: np.ndarray | None = None) -> Transition:
+                         out_weight: np.ndarray | None = None, dtype=np.float64) -> Transition:
     """The transition of an undirected graph (``transition_matrix(adj, symmetric=True)`` after its checks): the
     conjugate-gradient path's normalised adjacency ``D^-1/2 A D^-1/2``, in one pass; called directly for graphs
     re-weighted per query. ``P^T`` is derived from it only if asked for (:attr:`Transition.pt`).
 
     ``adj``: a symmetric CSR with sorted indices and finite non-negative weights (not checked here). ``entry_rows``:
     the row of each stored entry, which callers cache with the sparsity structure. ``out_weight``: the row sums of
-    ``adj``, when the caller has them."""
+    ``adj``, when the caller has them. ``dtype``: the normalised adjacency's, so the CG steps' (computed in float64,
+    then cast)."""
     n = adj.shape[0]
     rows = entry_rows if entry_rows is not None else np.repeat(np.arange(n), np.diff(adj.indptr))
     if out_weight is None:
@@ -151,8 +153,8 @@ def symmetric_transition(adj: sp.csr_matrix, entry_rows: np.ndarray | None = Non
     out_w = np.asarray(out_weight, dtype=np.float64)  # bincount gives int64 when adj is empty
     dangling = out_w == 0
     inv_sqrt = np.sqrt(np.divide(1.0, out_w, out=np.zeros_like(out_w), where=~dangling))
-    normalized = sp.csr_matrix((adj.data * inv_sqrt[adj.indices] * inv_sqrt[rows], adj.indices, adj.indptr),
-                               shape=adj.shape)
+    data = (adj.data * inv_sqrt[adj.indices] * inv_sqrt[rows]).astype(dtype, copy=False)
+    normalized = sp.csr_matrix((data, adj.indices, adj.indptr), shape=adj.shape)
     normalized.has_sorted_indices = True
     transition = Transition(dangling, out_weight=out_w, symmetric=True)
     transition.cache[("normalized",)] = normalized

@@ -117,6 +117,28 @@ def test_symmetric_ppr_on_the_scaled_product_is_within_tol_of_networkx(kind, dam
     assert np.abs(got - cached).sum() <= 2e-8
 
 
+@pytest.mark.parametrize("kind", ["er", "ba"])
+@pytest.mark.parametrize("damping", [0.5, 0.85])
+def test_a_float32_graph_is_solved_in_float32_within_tol_of_networkx(kind, damping):
+    """Precision follows the matrix: float32 weights run float32 steps (half the bytes per step), and the answer
+    keeps the stopping rule's guarantee up to float32 rounding (~1e-7 of each value)."""
+    g = weighted_graph(kind, 300, 17, n_isolated=3)
+    a32 = to_csr(g).astype(np.float32)
+    g32 = nx.from_scipy_sparse_array(a32.astype(np.float64), create_using=nx.Graph)  # the weights as rounded
+    g32.add_nodes_from(range(303))
+    degree = np.asarray(a32.sum(axis=1, dtype=np.float64)).ravel()
+    p = _seeds(303, 5, np.random.default_rng(8), extra=(301,))
+    reference = _nx_ppr(g32, p, damping)
+    assert (ppr_cg.ScaledAdjacency(a32, degree) @ np.ones(303, np.float32)).dtype == np.float32
+    got = symmetric_ppr(a32, degree, p, damping=damping, tol=1e-6, max_iter=10000)
+    assert got.dtype == np.float64 and got.sum() == pytest.approx(1.0, abs=1e-12)
+    assert np.abs(got - reference).sum() <= 1e-6 + 1e-7
+    t = transition_matrix(a32, symmetric=True, dtype=np.float32)
+    assert t.cache[("normalized",)].dtype == np.float32
+    cached = personalized_pagerank(t, p, damping=damping, tol=1e-6, max_iter=10000)
+    assert np.abs(cached - reference).sum() <= 1e-6 + 1e-7
+
+
 def test_scaled_adjacency_is_the_normalised_matrix_on_vectors():
     a = to_csr(weighted_graph("er", 200, 4, n_isolated=2))
     degree = np.asarray(a.sum(axis=1)).ravel()

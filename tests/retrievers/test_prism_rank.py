@@ -74,6 +74,7 @@ def test_passage_graph_equals_the_block_matrix_built_independently(seed):
     assert graph.order.tolist() == sorted(range(n + p), key=lambda v: (-lengths[v], v))
     assert (graph.position[graph.order] == np.arange(n + p)).all()
     adjacency, out_weight = graph.weighted(factor)  # out-weights from the static part plus the scaled fact entries
+    assert adjacency.dtype == pr.PASSAGE_PPR_DTYPE == np.float32 and out_weight.dtype == np.float64
     assert np.allclose(adjacency.toarray(), expected[graph.order][:, graph.order])
     assert np.allclose(out_weight, expected.sum(axis=1)[graph.order])
 

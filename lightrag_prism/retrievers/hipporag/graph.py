@@ -41,7 +41,7 @@ from ...plugin_state import find_plugin_state
 from ...snapshot import GraphSnapshot, node_moves
 from ...vectors import chunk_records, vectors_carrying
 from .index import EmbeddingIndex, IndexRows
-from ..passage_rank import PassageGraph, build_passage_graph, dense_head_rows
+from ..passage_rank import PASSAGE_PPR_DTYPE, PassageGraph, build_passage_graph, dense_head_rows
 
 logger = logging.getLogger(__name__)
 
@@ -303,11 +303,12 @@ async def hipporag_graph(rag, snapshot: GraphSnapshot, base: GraphSnapshot | Non
             log.forget_through(base_view.records_read_at)  # later views carry from this one or read whole
         ids, data, vectors = await _passages(rag, snapshot, base_view, written)
         structure = build_passage_graph(snapshot, synonyms, passage_incidence(snapshot, len(ids)))
+        transition = transition_matrix(structure.weighted()[0], symmetric=True, dtype=PASSAGE_PPR_DTYPE)
         num_chunks = np.asarray(snapshot.entity_chunks.sum(axis=1)).ravel() if names else np.zeros(0)
         view = HippoGraph(n_entities=len(names), passage_ids=ids, passage_data=data, passage_vectors=vectors,
                           passage_valid=np.array([d["valid"] for d in data], dtype=bool),
                           entity_num_chunks=num_chunks, structure=structure,
-                          transition=transition_matrix(structure.weighted()[0], symmetric=True),
+                          transition=transition,
                           n_synonym_edges=len(state.synonyms.pairs), synonyms=synonyms, name_rows=name_rows,
                           synonym_token=state.synonyms.token, records_read_at=records_read_at,
                           build_seconds=timings)
