@@ -4,9 +4,14 @@
     python benchmarks/profile_query.py --working-dir DIR --set musique --questions 100
     python benchmarks/profile_query.py --own-index DIR --set hotpotqa              # the set's own index
 
+    python benchmarks/profile_query.py --working-dir DIR --versus-own DIR3 --set musique   # pooled/own, paired
+
 The pooled index is ``bench_pooled.py``'s (the same ``--working-dir``; built there if missing, about 20 minutes);
 ``--own-index DIR`` opens the set's own index as ``bench_pooled.py --single-sets DIR`` does. Each question is asked
 once per mode, the modes in rotating order, each cold as in the bench (``eval.bench.forget_query_caches``).
+``--versus-own DIR`` opens both indexes in one process and asks each question of every mode on both, in rotating
+order, then prints each mode's pooled/own ratio of medians: on a VM whose speed drifts between processes (the same
+run's own-index medians have moved by a third from one process to the next) a ratio of two separate runs is noise.
 Timers wrap the stages in place (module attributes replaced for the run); a stage called several times in one
 query counts its sum. Printed: the median ms per query of each stage and of the whole
 query. "LightRAG context and the rest" is the whole query minus the question's embedding, the retriever and the
@@ -139,6 +144,40 @@ async def profile(rag, dataset, modes: list[str], questions: int, times: StageTi
             times.finish(mode, time.perf_counter() - start)
 
 
+async def profile_versus_own(rags: dict[str, object], dataset, modes: list[str], questions: int,
+                             times: StageTimes) -> None:
+    """:func:`profile` on several indexes at once (``rags``: name -> instance): each question goes to every mode on
+    every index, the (mode, index) pairs in rotating order; times are kept under ``"<mode> <index>"``."""
+    lookup = passage_lookup(dataset)
+    asked = dataset.questions[:questions]
+    pairs = [(mode, name) for name in rags for mode in modes]
+    for question in asked[:3]:
+        for mode, name in pairs:
+            await _rank_with_mode(rags[name], mode, question.text, lookup, {})
+    for i, question in enumerate(asked):
+        for mode, name in pairs[i % len(pairs):] + pairs[:i % len(pairs)]:
+            forget_query_caches(rags[name])
+            times.start()
+            start = time.perf_counter()
+            await _rank_with_mode(rags[name], mode, question.text, lookup, {})
+            times.finish(f"{mode} {name}", time.perf_counter() - start)
+
+
+def ratios(medians: dict[str, dict[str, float]], modes: list[str], names: list[str]) -> dict[str, float]:
+    """Whole-query ratios of :func:`profile_versus_own`'s medians: each mode against ``naive`` on each index, and
+    each mode's first index against its second (pooled/own)."""
+    whole = {key: stages["whole query"] for key, stages in medians.items()}
+    out = {}
+    for name in names:
+        for mode in modes:
+            if mode != "naive" and "naive" in modes:
+                out[f"{mode}/naive {name}"] = round(whole[f"{mode} {name}"] / whole[f"naive {name}"], 3)
+    first, second = names[:2]
+    for mode in modes:
+        out[f"{mode} {first}/{second}"] = round(whole[f"{mode} {first}"] / whole[f"{mode} {second}"], 3)
+    return out
+
+
 def table(medians: dict[str, dict[str, float]], modes: list[str]) -> str:
     labels = [label for label, _, _ in STAGES] + [REST, "whole query"]
     rows = ["| stage (median ms per query) | " + " | ".join(modes) + " |", "|---" * (len(modes) + 1) + "|"]
@@ -162,6 +201,8 @@ async def run(args) -> dict:
         where, data = Path(args.own_index) / f"{dataset.name}-{len(dataset.passages)}-text", dataset
     else:
         where, data = Path(args.working_dir) / f"{pooled.name}-{len(pooled.passages)}", pooled
+    if args.versus_own:
+        return await run_versus_own(args, dataset, modes, pooled)
     rag = await open_index(data, where, text_only=True)
     times = StageTimes()
     try:
@@ -178,10 +219,36 @@ async def run(args) -> dict:
     return report
 
 
+async def run_versus_own(args, dataset, modes: list[str], pooled) -> dict:
+    pooled_where = Path(args.working_dir) / f"{pooled.name}-{len(pooled.passages)}"
+    own_where = Path(args.versus_own) / f"{dataset.name}-{len(dataset.passages)}-text"
+    rags = {"pooled": await open_index(pooled, pooled_where, text_only=True)}
+    times = StageTimes()
+    try:
+        rags["own"] = await open_index(dataset, own_where, text_only=True)
+        with times.installed():
+            await profile_versus_own(rags, dataset, modes, args.questions, times)
+    finally:
+        for rag in rags.values():
+            await rag.finalize_storages()
+    medians = times.medians()
+    report = {"index": str(pooled_where), "own_index": str(own_where), "set": args.set,
+              "questions": min(args.questions, len(dataset.questions)), "stages_ms": medians,
+              "ratios": ratios(medians, modes, ["pooled", "own"])}
+    columns = [f"{mode} {name}" for name in ("pooled", "own") for mode in modes]
+    print(f"{args.set}, {report['questions']} questions, {pooled_where} and {own_where}, paired\n"
+          + table(medians, columns) + "\n" + "\n".join(f"{k}: {v:.2f}x" for k, v in report["ratios"].items()))
+    if args.out:
+        Path(args.out).write_text(json.dumps(report, indent=2))
+    return report
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--working-dir", default="prism_storage/bench", help="bench_pooled.py's working dir")
     parser.add_argument("--own-index", metavar="DIR", help="profile the set's own index in DIR instead")
+    parser.add_argument("--versus-own", metavar="DIR", help="profile the pooled index and the set's own index in DIR "
+                                                            "in one process, paired question by question")
     parser.add_argument("--set", default="hotpotqa", choices=("musique", "hotpotqa"))
     parser.add_argument("--questions", type=int, default=60)
     parser.add_argument("--modes", default=",".join(MODES))

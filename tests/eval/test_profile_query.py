@@ -75,3 +75,26 @@ async def test_stage_timers_account_for_each_query_and_are_removed_after(tmp_pat
     assert "| - PPR over entities and passages | - |" in table
     ratio_row = table.splitlines()[-1]
     assert ratio_row.startswith("| whole query / naive's | 1.00x |")
+
+
+async def test_the_paired_run_asks_every_question_of_every_mode_on_both_indexes(tmp_path):
+    """--versus-own: one process, both indexes, each question to each (mode, index); the ratios are of the medians."""
+    pq = _profiler()
+    rags = {"pooled": await make_rag(tmp_path / "pooled"), "own": await make_rag(tmp_path / "own")}
+    times = pq.StageTimes()
+    try:
+        with times.installed():
+            await pq.profile_versus_own(rags, _toy_dataset(), ["naive", "prism"], 2, times)
+    finally:
+        for rag in rags.values():
+            await rag.finalize_storages()
+    assert {key: len(queries) for key, queries in times.per_mode.items()} == {
+        "naive pooled": 2, "prism pooled": 2, "naive own": 2, "prism own": 2}
+    assert all(pq.RETRIEVER in stages for stages in times.per_mode["prism own"])
+    medians = times.medians()
+    whole = {key: stages["whole query"] for key, stages in medians.items()}
+    got = pq.ratios(medians, ["naive", "prism"], ["pooled", "own"])
+    assert got == {"prism/naive pooled": round(whole["prism pooled"] / whole["naive pooled"], 3),
+                   "prism/naive own": round(whole["prism own"] / whole["naive own"], 3),
+                   "naive pooled/own": round(whole["naive pooled"] / whole["naive own"], 3),
+                   "prism pooled/own": round(whole["prism pooled"] / whole["prism own"], 3)}

@@ -83,6 +83,35 @@ def test_seed_weights_formula():
     np.testing.assert_allclose(zero, [0.8, 0.8, 0.0, 0.0])  # an entity in no passage is divided by 1
 
 
+def _seed_weights_by_loops(fact_rows, fact_scores, src, tgt, num_chunks, top_n):
+    """HippoRAG 2's phrase weights written out entity by entity: the reference of the vectorised kernel."""
+    named = {}
+    for row, score in zip(fact_rows.tolist(), fact_scores.tolist()):
+        for entity in (int(src[row]), int(tgt[row])):
+            named.setdefault(entity, []).append(score)
+    weight = {e: sum(s / (num_chunks[e] if num_chunks[e] > 0 else 1.0) for s in ss) / len(ss) for e, ss in named.items()}
+    if 0 < top_n < len(named):  # the best mean scores, ties to the lower entity
+        kept = sorted(named, key=lambda e: (-sum(named[e]) / len(named[e]), e))[:top_n]
+        weight = {e: weight[e] for e in kept}
+    out = np.zeros(len(num_chunks))
+    for entity, w in weight.items():
+        out[entity] = w
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_seed_weights_equal_the_entity_by_entity_reference(seed):
+    rng = np.random.default_rng(seed)
+    n, e = int(rng.integers(2, 60)), int(rng.integers(1, 80))
+    src, tgt = rng.integers(0, n, e), rng.integers(0, n, e)
+    rows = rng.choice(e, int(rng.integers(0, min(e, 25) + 1)), replace=False)
+    scores = rng.choice([0.25, 0.5, 1.0], rows.size) if seed % 2 else rng.uniform(0.0, 1.0, rows.size)  # ties too
+    num_chunks = rng.integers(0, 4, n).astype(np.float64)
+    top_n = int(rng.integers(0, 8))
+    np.testing.assert_allclose(seed_weights(rows, scores, src, tgt, num_chunks, top_n),
+                               _seed_weights_by_loops(rows, scores, src, tgt, num_chunks, top_n), rtol=1e-12)
+
+
 @pytest.mark.asyncio
 async def test_ppr_ranks_the_seed_passages_first(tmp_path):
     entities = {"a": ["c1"], "b": ["c1", "c2"], "c": ["c3"], "d": ["c3"]}

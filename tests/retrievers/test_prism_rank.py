@@ -9,6 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 from lightrag_prism.retrievers import passage_rank as pr
+from lightrag_prism.retrievers.prism.expand import top_non_seed
 from lightrag_prism.snapshot import build_snapshot
 
 
@@ -185,3 +186,20 @@ def test_head_seeds_let_the_walk_reach_the_passage_behind_the_best_one():
         ranks[head_mass] = dict(zip(snap.chunk_ids, scores))
     assert ranks[0.0]["p2"] > ranks[0.0]["p1"]
     assert ranks[1.0]["p1"] > ranks[1.0]["p2"]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_top_non_seed_equals_sorting_the_non_seeds(seed):
+    """The best k positive non-seed nodes (ties: lower index), as a plain sort of the non-seeds gives them."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 200))
+    dtype = np.float32 if seed % 2 else np.float64  # FastRP's similarities are float32, PPR's float64
+    values = rng.choice([-1.0, 0.0, 0.5, 1.0], n) if seed % 3 == 0 else rng.normal(size=n)  # ties, zeros too
+    scores = values.astype(dtype)
+    seeds = rng.choice(n, int(rng.integers(0, min(n, 15) + 1)), replace=False)
+    k = int(rng.integers(0, 25))
+    expected = sorted((v for v in range(n) if v not in set(seeds.tolist()) and scores[v] > 0),
+                      key=lambda v: (-float(scores[v]), v))[:k]
+    best, best_scores = top_non_seed(scores, seeds, k)
+    assert best.tolist() == expected
+    assert best_scores.dtype == np.float64 and best_scores.tolist() == [float(scores[v]) for v in expected]

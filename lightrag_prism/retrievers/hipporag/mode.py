@@ -47,20 +47,21 @@ def seed_weights(fact_rows: np.ndarray, fact_scores: np.ndarray, edge_src: np.nd
     Each endpoint of a kept fact gets ``score / num_chunks`` (``/ 1`` for an entity in no passage), averaged over
     the facts naming it; only the ``top_n`` phrases by mean fact score keep their weight.
     """
-    n = len(num_chunks)
-    ents = np.concatenate([edge_src[fact_rows], edge_tgt[fact_rows]]).astype(np.int64)
+    ends = np.concatenate([edge_src[fact_rows], edge_tgt[fact_rows]]).astype(np.int64)
     scores = np.concatenate([fact_scores, fact_scores]).astype(np.float64)
-    weighted = scores / np.where(num_chunks[ents] > 0, num_chunks[ents], 1.0)
-    count = np.bincount(ents, minlength=n).astype(np.float64)
-    safe = np.maximum(count, 1.0)
-    weights = np.bincount(ents, weighted, minlength=n) / safe
-    mean_score = np.where(count > 0, np.bincount(ents, scores, minlength=n) / safe, -np.inf)
-    if top_n > 0 and np.count_nonzero(count) > top_n:
-        keep = top_k(mean_score, top_n)
-        mask = np.zeros(n, dtype=bool)
-        mask[keep] = True
-        weights[~mask] = 0.0
-    return weights
+    # sums over the few entities the facts name (ascending), not over all N: 57,000 on the pooled bench index
+    ents, which = np.unique(ends, return_inverse=True)
+    count = np.bincount(which, minlength=ents.size).astype(np.float64)
+    weighted = scores / np.where(num_chunks[ends] > 0, num_chunks[ends], 1.0)
+    weights = np.bincount(which, weighted, minlength=ents.size) / count
+    if top_n > 0 and ents.size > top_n:  # ties: the lower entity index, as ents is ascending
+        mean_score = np.bincount(which, scores, minlength=ents.size) / count
+        drop = np.ones(ents.size, dtype=bool)
+        drop[top_k(mean_score, top_n)] = False
+        weights[drop] = 0.0
+    out = np.zeros(len(num_chunks))
+    out[ents] = weights
+    return out
 
 
 def passage_items(graph: HippoGraph, scores: np.ndarray, k: int, found_by: str, head_above: float = np.inf

@@ -116,11 +116,12 @@ def seed_weights(ent_sim: EntitySimilarity, seeds: np.ndarray, temperature: floa
 
 
 def top_non_seed(scores: np.ndarray, seeds: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` best positive-scoring non-seed nodes, best first (ties: lower index)."""
-    s = np.asarray(scores, dtype=np.float64).copy()
-    s[seeds] = -np.inf
-    best = top_k(s, k, above=0.0)
-    return best, s[best]
+    """The ``k`` best positive-scoring non-seed nodes, best first (ties: lower index). The best ``k + len(seeds)``
+    hold them: selected from ``scores`` as they are, no copy of the N scores with the seeds masked."""
+    scores = np.asarray(scores)
+    best = top_k(scores, k + len(seeds), above=0.0)
+    best = best[~np.isin(best, seeds)][:k]
+    return best, scores[best].astype(np.float64)
 
 
 def edge_factor(rel_sim: np.ndarray, floor: float) -> np.ndarray:
