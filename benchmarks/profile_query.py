@@ -130,28 +130,19 @@ class StageTimes:
 
 
 async def profile(rag, dataset, modes: list[str], questions: int, times: StageTimes) -> None:
-    lookup = passage_lookup(dataset)
-    asked = dataset.questions[:questions]
-    for question in asked[:3]:  # warm-up: views, first-use imports
-        for mode in modes:
-            await _rank_with_mode(rag, mode, question.text, lookup, {})
-    for i, question in enumerate(asked):
-        for mode in modes[i % len(modes):] + modes[:i % len(modes)]:  # rotating order: no mode always first
-            forget_query_caches(rag)
-            times.start()
-            start = time.perf_counter()
-            await _rank_with_mode(rag, mode, question.text, lookup, {})
-            times.finish(mode, time.perf_counter() - start)
+    """Each question to each mode on one index; times kept under the mode's name."""
+    await profile_versus_own({"": rag}, dataset, modes, questions, times)
 
 
 async def profile_versus_own(rags: dict[str, object], dataset, modes: list[str], questions: int,
                              times: StageTimes) -> None:
-    """:func:`profile` on several indexes at once (``rags``: name -> instance): each question goes to every mode on
-    every index, the (mode, index) pairs in rotating order; times are kept under ``"<mode> <index>"``."""
+    """Each question to every mode on every index (``rags``: name -> instance), the (mode, index) pairs in rotating
+    order so that none is always first, each cold; times kept under ``"<mode> <index>"`` (the mode alone for an
+    index named "")."""
     lookup = passage_lookup(dataset)
     asked = dataset.questions[:questions]
     pairs = [(mode, name) for name in rags for mode in modes]
-    for question in asked[:3]:
+    for question in asked[:3]:  # warm-up: views, first-use imports
         for mode, name in pairs:
             await _rank_with_mode(rags[name], mode, question.text, lookup, {})
     for i, question in enumerate(asked):
@@ -160,7 +151,7 @@ async def profile_versus_own(rags: dict[str, object], dataset, modes: list[str],
             times.start()
             start = time.perf_counter()
             await _rank_with_mode(rags[name], mode, question.text, lookup, {})
-            times.finish(f"{mode} {name}", time.perf_counter() - start)
+            times.finish(f"{mode} {name}".strip(), time.perf_counter() - start)
 
 
 def ratios(medians: dict[str, dict[str, float]], modes: list[str], names: list[str]) -> dict[str, float]:
@@ -197,12 +188,13 @@ async def run(args) -> dict:
     pooled, sets = pooled_dataset(False)
     dataset = sets[args.set]
     modes = [m for m in args.modes.split(",") if m]
+    pooled_where = Path(args.working_dir) / f"{pooled.name}-{len(pooled.passages)}"
+    if args.versus_own:
+        return await run_versus_own(args, dataset, modes, pooled, pooled_where)
     if args.own_index:
         where, data = Path(args.own_index) / f"{dataset.name}-{len(dataset.passages)}-text", dataset
     else:
-        where, data = Path(args.working_dir) / f"{pooled.name}-{len(pooled.passages)}", pooled
-    if args.versus_own:
-        return await run_versus_own(args, dataset, modes, pooled)
+        where, data = pooled_where, pooled
     rag = await open_index(data, where, text_only=True)
     times = StageTimes()
     try:
@@ -219,8 +211,7 @@ async def run(args) -> dict:
     return report
 
 
-async def run_versus_own(args, dataset, modes: list[str], pooled) -> dict:
-    pooled_where = Path(args.working_dir) / f"{pooled.name}-{len(pooled.passages)}"
+async def run_versus_own(args, dataset, modes: list[str], pooled, pooled_where: Path) -> dict:
     own_where = Path(args.versus_own) / f"{dataset.name}-{len(dataset.passages)}-text"
     rags = {"pooled": await open_index(pooled, pooled_where, text_only=True)}
     times = StageTimes()
