@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from lightrag_prism.backends import local_embedding_func
-from lightrag_prism.backends.query_encoder import MAX_TOKENS, shared_encoder
+from lightrag_prism.backends.query_encoder import MAX_TOKENS, _erf, shared_encoder
 
 TEXTS = [
     "Who designed the Vexholm Lighthouse?",
@@ -33,6 +33,19 @@ def test_the_numpy_forward_pass_gives_sentence_transformers_vectors(reference):
     assert ours.shape == reference.shape == (len(TEXTS), 384) and ours.dtype == np.float32
     assert np.abs(ours - reference).max() < 1e-5
     assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+
+
+def test_the_gelus_erf_is_scipys_within_float32_rounding():
+    """The encoder's erf (Abramowitz & Stegun 7.1.26 on numpy's exp) against scipy's, in float64, over the whole
+    range GELU sees and beyond (an erf a few ulps off near 1 moves the vectors by ~1e-7, above)."""
+    from scipy.special import erf
+
+    x = np.concatenate([np.linspace(-12, 12, 400_001), [-np.inf, -1e30, -0.0, 0.0, 1e-30, 1e30, np.inf]])
+    ours = _erf(x.astype(np.float32))
+    assert ours.dtype == np.float32
+    assert np.abs(ours.astype(np.float64) - erf(x)).max() < 1e-6
+    assert np.all(ours * x >= 0) and list(ours[-1:]) == [1.0] and list(ours[-7:-6]) == [-1.0]  # odd; +-inf
+    assert np.isnan(_erf(np.array([np.nan], np.float32)))[0]
 
 
 def test_every_layer_runs_in_float32():
