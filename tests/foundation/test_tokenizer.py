@@ -76,6 +76,23 @@ def test_a_query_context_encodes_as_tiktoken_does_and_each_line_once(tokenizer, 
     assert tokenizer.encode(context) == plain(context) and len(calls) == first
 
 
+def test_the_same_long_text_encoded_again_is_not_cut_again(monkeypatch):
+    """LightRAG encodes a list, then the same list: the second answer comes whole from the first, as a new list."""
+    tokenizer = OfflineTokenizer()
+    cut = []
+    original = tokenizer.segments
+    monkeypatch.setattr(tokenizer, "segments", lambda text: cut.append(text) or original(text))
+    first_text, other_text = "\n".join(entity_lines(40)), "\n".join(entity_lines(40, 40))
+    plain = tokenizer.tokenizer.encode_ordinary
+    first = tokenizer.encode(first_text)
+    first.append(0)  # a caller's change does not reach the kept tokens
+    assert tokenizer.encode("".join(list(first_text))) == plain(first_text) and len(cut) == 1  # equal, not same
+    assert tokenizer.encode(other_text) == plain(other_text) and len(cut) == 2
+    assert tokenizer.encode(first_text) == plain(first_text) and len(cut) == 3  # only the last text is kept whole
+    tokenizer.clear()
+    assert tokenizer.encode(first_text) == plain(first_text) and len(cut) == 4
+
+
 def test_lightrag_truncates_a_list_as_it_would_with_tiktoken_alone(tokenizer):
     lines = entity_lines(200)
     items = [json.loads(line) for line in lines]
