@@ -132,3 +132,9 @@ def annotate(raw_data: dict[str, Any], retrieval: Retrieval) -> dict[str, Any]:
 
 def mode_kind(mode: str) -> str:
     return getattr(mode_module(mode), "KIND", "kg")
+
+
+def reads_keywords(param) -> bool:
+    """Whether a plugin mode's query reads LightRAG's ll/hl keywords (the mode's ``reads_keywords``; default yes)."""
+    check = getattr(mode_module(param.mode), "reads_keywords", None)
+    return True if check is None else bool(check(param))

@@ -41,7 +41,7 @@ from .keywords import extract_keywords
 from .llm_faults import call_error, describe_cause, endpoint_of, llm_fault_endpoint, mark_llm_faults
 from .param import KG_STOCK_MODES, STOCK_MODES, PrismQueryParam, perspectives_enabled
 from .plugin_state import STATE_ATTRIBUTE as PLUGIN_STATE_ATTRIBUTE, PluginState
-from .query import PrismHooks, active_hooks, annotate, mode_kind
+from .query import PrismHooks, active_hooks, annotate, mode_kind, reads_keywords
 from .retrievers import check_mode
 from .retrievers.query_state import prepare_views
 from .snapshot import GraphSnapshot, SnapshotCache
@@ -291,11 +291,16 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         return param.mode not in STOCK_MODES or (self.stock_mode_llm_fallbacks and param.mode != "bypass")
 
     async def _prepare(self, query: str, param: PrismQueryParam) -> tuple[str, PrismQueryParam, list[dict]]:
-        """Keywords for the KG path: offline without an LLM; from the LLM, falling back offline on a fault."""
+        """Keywords for the KG path: offline without an LLM; from the LLM, falling back offline on a fault. A
+        plugin mode that does not read them (``reads_keywords``) gets the offline ones and costs no LLM call."""
         fallbacks = []
-        uses_keywords = param.mode in KG_STOCK_MODES or (
-            param.mode not in STOCK_MODES and mode_kind(param.mode) == "kg")
-        if not uses_keywords or param.hl_keywords or param.ll_keywords:
+        kg_path = param.mode in KG_STOCK_MODES or (param.mode not in STOCK_MODES and mode_kind(param.mode) == "kg")
+        if not kg_path or param.hl_keywords or param.ll_keywords:
+            return query, param, fallbacks
+        if param.mode not in STOCK_MODES and not reads_keywords(param):
+            # LightRAG's kg_query still wants keywords (without any it answers "no results" to a query of 50 or
+            # more characters): the offline ones stand in, and nothing fell back
+            param.hl_keywords, param.ll_keywords = extract_keywords(query)
             return query, param, fallbacks
         reason = None if self.llm_configured else NO_LLM
         if reason is None and self._guarded(param):

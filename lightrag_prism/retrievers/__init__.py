@@ -7,7 +7,9 @@ point in ``mode.py``). A mode package exposes
   ``"chunks"`` (ranked passages only; answered through LightRAG's ``naive_query`` path);
 * ``async def retrieve(ctx: QueryContext) -> Retrieval``;
 * optionally ``OWN_CHUNK_RANKING = True`` (a ``"kg"`` mode whose chunk order LightRAG must keep: its entities and
-  relations reach LightRAG without ``source_id``).
+  relations reach LightRAG without ``source_id``);
+* optionally ``reads_keywords(param) -> bool`` (a ``"kg"`` mode; default True): whether the query reads LightRAG's
+  ll/hl keywords. When it does not, no LLM is asked for them: LightRAG's ``kg_query`` gets the offline extractor's.
 
 Modules are imported lazily, on first use of their mode.
 """

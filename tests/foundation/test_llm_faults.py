@@ -79,13 +79,44 @@ async def test_every_plugin_mode_retrieves_despite_the_fault(indexed, fault):
     rag = await broken_rag(indexed, fault)
     try:
         for mode in registered_modes():
+            requests_before = indexed[0].count()
             result = await rag.aquery_data(QUESTION, QueryParam(mode=mode, enable_rerank=False))
             assert result["status"] == "success", (mode, result.get("message"))
             assert result["data"]["chunks"], mode
             steps = {f["step"] for f in result["metadata"]["prism"]["fallbacks"]}
-            assert steps, (mode, "no fallback recorded")
-            if mode in ("prism", "fidelis"):  # the KG path: keywords came from the offline extractor
-                assert "keywords" in steps, mode
+            assert "keywords" not in steps, mode  # no plugin mode asks the LLM for LightRAG's keywords by default
+            if mode == "prism":  # by default (no recognition filter) its retrieval asks the LLM nothing
+                assert not steps and indexed[0].count() == requests_before, steps
+            else:
+                assert steps, (mode, "no fallback recorded")
+    finally:
+        await rag.finalize_storages()
+
+
+@pytest.mark.asyncio
+async def test_modes_that_ignore_lightrags_keywords_do_not_ask_the_llm_for_them(indexed):
+    from tests.scripted_responder import KEYWORD_MARKER, messages_text
+
+    server, kwargs = indexed
+    server.reset()
+    rag = PrismRAG(**{**kwargs, "llm_model_func": openai_compatible_llm("scripted", server.base_url, "k"),
+                      "enable_llm_cache": False})
+    await rag.initialize_storages()
+
+    def keyword_requests() -> int:
+        return server.count(lambda body: KEYWORD_MARKER in messages_text(body))
+
+    try:
+        data = await rag.aquery_data(QUESTION, QueryParam(mode="prism", enable_rerank=False))
+        assert data["data"]["chunks"] and server.count() == 0  # prism's retrieval asked the LLM nothing
+        assert data["metadata"]["prism"]["fallbacks"] == []  # and nothing fell back
+        assert "Marta Olvide" in data["metadata"]["keywords"]["low_level"]  # kg_query got the offline keywords
+        await rag.aquery_data(QUESTION, QueryParam(mode="fidelis", enable_rerank=False))
+        assert keyword_requests() == 0 and server.count() > 0  # fidelis asked for its plan, not for keywords
+        # prism embeds the keywords only with prism_keyword_vectors, and then asks for them; stock modes always do
+        for mode, options, expected in (("prism", {"prism_keyword_vectors": True}, 1), ("hybrid", {}, 2)):
+            await rag.aquery_data(QUESTION, QueryParam(mode=mode, enable_rerank=False, **options))
+            assert keyword_requests() == expected, mode
     finally:
         await rag.finalize_storages()
 

@@ -11,6 +11,6 @@ Stages, in order:
 Knobs (``PrismQueryParam``): ``beam_width``, ``beam_top_n``, ``max_path_length``, ``topic_entities``.
 """
 
-from .mode import KIND, OWN_CHUNK_RANKING, retrieve
+from .mode import KIND, OWN_CHUNK_RANKING, reads_keywords, retrieve
 
-__all__ = ["KIND", "OWN_CHUNK_RANKING", "retrieve"]
+__all__ = ["KIND", "OWN_CHUNK_RANKING", "reads_keywords", "retrieve"]

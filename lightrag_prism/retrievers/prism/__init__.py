@@ -15,6 +15,6 @@ on. Knobs (``PrismQueryParam``): ``prism_seed_facts``, ``prism_seed_phrases``, `
 ``ppr_edge_floor``, ``seed_temperature``; ``enable_recognition``, ``recognition_batch_size``.
 """
 
-from .mode import KIND, OWN_CHUNK_RANKING, augment, retrieve
+from .mode import KIND, OWN_CHUNK_RANKING, augment, reads_keywords, retrieve
 
-__all__ = ["KIND", "OWN_CHUNK_RANKING", "augment", "retrieve"]
+__all__ = ["KIND", "OWN_CHUNK_RANKING", "augment", "reads_keywords", "retrieve"]
