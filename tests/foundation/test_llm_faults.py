@@ -111,6 +111,8 @@ async def test_modes_that_ignore_lightrags_keywords_do_not_ask_the_llm_for_them(
         assert data["data"]["chunks"] and server.count() == 0  # prism's retrieval asked the LLM nothing
         assert data["metadata"]["prism"]["fallbacks"] == []  # and nothing fell back
         assert "Marta Olvide" in data["metadata"]["keywords"]["low_level"]  # kg_query got the offline keywords
+        await rag.aquery(QUESTION, QueryParam(mode="prism", enable_rerank=False))
+        assert server.count() == 1  # an answer costs its one call
         await rag.aquery_data(QUESTION, QueryParam(mode="fidelis", enable_rerank=False))
         assert keyword_requests() == 0 and server.count() > 0  # fidelis asked for its plan, not for keywords
         # prism embeds the keywords only with prism_keyword_vectors, and then asks for them; stock modes always do
