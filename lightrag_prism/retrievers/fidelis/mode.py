@@ -39,12 +39,12 @@ OWN_CHUNK_RANKING = True  # LightRAG keeps this chunk order (path chunks, or the
 LINKS_PER_KEYWORD = 2  # entities linked per keyword when no topic entity is given
 MAX_LINKED_TOPICS = 5
 
+logger = logging.getLogger(__name__)
+
 
 def reads_keywords(param) -> bool:
     """FiDeLiS never reads LightRAG's ll/hl keywords: its plan gives its own (offline ones without an LLM)."""
     return False
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass

@@ -36,13 +36,13 @@ from ..recognition import filter_retrieval
 KIND = "kg"
 # query.py hands LightRAG our entities/relations without source_id, so its chunk merge keeps our chunk order
 OWN_CHUNK_RANKING = True
+STOCK = ("stock",)
 
 
 def reads_keywords(param) -> bool:
     """Whether a ``prism`` query reads LightRAG's ll/hl keywords: only to embed them (``prism_keyword_vectors``);
     otherwise the query's own vector stands in, and asking the LLM for keywords would be a wasted call."""
     return bool(param.prism_keyword_vectors)
-STOCK = ("stock",)
 
 
 def _pair(record: dict) -> tuple[str, str]:
