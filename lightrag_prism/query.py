@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from .context import QueryContext
-from .param import KG_STOCK_MODES
+from .param import KG_STOCK_MODES, STOCK_MODES
 from .patches import ACTIVE_HOOKS
 from .result import Retrieval, ScoredItem
 from .retrievers import MODE_MODULES, mode_module
@@ -135,6 +135,9 @@ def mode_kind(mode: str) -> str:
 
 
 def reads_keywords(param) -> bool:
-    """Whether a plugin mode's query reads LightRAG's ll/hl keywords (the mode's ``reads_keywords``; default yes)."""
+    """Whether a KG-path query reads LightRAG's ll/hl keywords: the stock modes do; a plugin mode says so with its
+    ``reads_keywords`` (default yes)."""
+    if param.mode in STOCK_MODES:
+        return True
     check = getattr(mode_module(param.mode), "reads_keywords", None)
     return True if check is None else bool(check(param))

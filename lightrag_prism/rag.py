@@ -297,7 +297,7 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         kg_path = param.mode in KG_STOCK_MODES or (param.mode not in STOCK_MODES and mode_kind(param.mode) == "kg")
         if not kg_path or param.hl_keywords or param.ll_keywords:
             return query, param, fallbacks
-        if param.mode not in STOCK_MODES and not reads_keywords(param):
+        if not reads_keywords(param):
             # LightRAG's kg_query still wants keywords (without any it answers "no results" to a query of 50 or
             # more characters): the offline ones stand in, and nothing fell back
             param.hl_keywords, param.ll_keywords = extract_keywords(query)

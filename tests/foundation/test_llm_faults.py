@@ -77,16 +77,17 @@ async def broken_rag(indexed, fault: str, **options) -> PrismRAG:
 @pytest.mark.parametrize("fault", FAULTS)
 async def test_every_plugin_mode_retrieves_despite_the_fault(indexed, fault):
     rag = await broken_rag(indexed, fault)
+    server = indexed[0]
     try:
         for mode in registered_modes():
-            requests_before = indexed[0].count()
+            requests_before = server.count()
             result = await rag.aquery_data(QUESTION, QueryParam(mode=mode, enable_rerank=False))
             assert result["status"] == "success", (mode, result.get("message"))
             assert result["data"]["chunks"], mode
             steps = {f["step"] for f in result["metadata"]["prism"]["fallbacks"]}
             assert "keywords" not in steps, mode  # no plugin mode asks the LLM for LightRAG's keywords by default
             if mode == "prism":  # by default (no recognition filter) its retrieval asks the LLM nothing
-                assert not steps and indexed[0].count() == requests_before, steps
+                assert not steps and server.count() == requests_before, steps
             else:
                 assert steps, (mode, "no fallback recorded")
     finally:
