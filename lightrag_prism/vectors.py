@@ -62,15 +62,18 @@ def matched_rows(keys: list, texts: list[str], base_keys: list, base_texts: list
 
 
 async def vectors_carrying(rag, vdb, sources: np.ndarray, base_rows: np.ndarray | None,
-                           item: Callable[[int], tuple[str, str]]) -> np.ndarray:
+                           item: Callable[[int], tuple[str, str]], absent: np.ndarray | None = None) -> np.ndarray:
     """Unit rows, one per entry of ``sources``: row ``sources[i]`` of ``base_rows`` where it is >= 0, the others
-    read from ``vdb`` by id (or embedded), ``item(i) -> (id, text)`` naming them (built for those rows only)."""
+    read from ``vdb`` by id (or embedded), ``item(i) -> (id, text)`` naming them (built for those rows only).
+    Entries where ``absent`` (a chunk whose record is gone) get a zero row, neither read nor embedded."""
     dim = rag.embedding_func.embedding_dim
     keep = sources >= 0 if base_rows is not None else np.zeros(len(sources), dtype=bool)
+    absent = np.zeros(len(sources), dtype=bool) if absent is None else np.asarray(absent, dtype=bool)
     # One gather (the rows of missing entries are overwritten below): a zeroed matrix filled through the mask
     # passed over the memory twice.
     out = base_rows[np.maximum(sources, 0)] if keep.any() else np.zeros((len(sources), dim), dtype=np.float32)
-    missing = np.flatnonzero(~keep).tolist()
+    out[absent] = 0.0
+    missing = np.flatnonzero(~keep & ~absent).tolist()
     if missing:
         ids, texts = zip(*(item(i) for i in missing))
         out[missing] = await vectors_by_id(vdb, list(ids), list(texts), rag.embedding_func, dim)
@@ -124,12 +127,15 @@ async def chunk_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None 
     by id and text: a document deleted and inserted again under its id gives new content the same chunk ids."""
     if "chunk_vectors" not in snapshot.derived:
         ids = snapshot.chunk_ids
-        texts = [(r or {}).get("content", "") for r in await chunk_records(rag, ids, ("content",))]
+        records = await chunk_records(rag, ids, ("content",))
+        texts = [(r or {}).get("content", "") for r in records]
         base_rows = base.derived.get("chunk_vectors") if base is not None else None
         sources = matched_rows(ids, texts, base.chunk_ids, base.derived["chunk_texts"]) if base_rows is not None \
             else np.full(len(ids), -1, dtype=np.int64)
+        # LightRAG's deletion can leave an entity naming a deleted chunk (no extraction cache to rebuild it from)
+        gone = np.fromiter((not r for r in records), dtype=bool, count=len(records))
         snapshot.derived["chunk_vectors"] = await vectors_carrying(rag, rag.chunks_vdb, sources, base_rows,
-                                                                   lambda i: (ids[i], texts[i]))
+                                                                   lambda i: (ids[i], texts[i]), absent=gone)
         snapshot.derived["chunk_texts"] = texts
     return snapshot.derived["chunk_vectors"]
 

@@ -153,3 +153,43 @@ async def test_the_passage_view_reads_only_the_records_written_since_the_last_vi
                                                         snapshot.derived["hipporag_graph"].passage_data]
     finally:
         await rag.finalize_storages()
+
+
+async def test_a_passage_whose_record_is_gone_is_never_embedded(tmp_path):
+    """Without an extraction cache (``enable_llm_cache_for_entity_extract=False``, as the bench builds) LightRAG's
+    deletion cannot rebuild an entity the deleted document shared, and leaves its ``source_id`` naming the deleted
+    chunk. The views then hold a passage without a record: it gets no vector (embedding its empty text started the
+    local embedder's worker processes inside the first query after the deletion: 20-25 s on the pooled bench index)
+    and no mode returns it."""
+    import numpy as np
+    from lightrag.utils import EmbeddingFunc
+
+    from tests.retrievers._kg import DIM, hash_vector
+
+    embedded: list[str] = []
+
+    async def recording(texts, **_):
+        embedded.extend(texts)
+        return np.stack([hash_vector(t) for t in texts])
+
+    rag = PrismRAG(working_dir=str(tmp_path), workspace=tmp_path.name, tokenizer=offline_tokenizer(),
+                   embedding_func=EmbeddingFunc(embedding_dim=DIM, max_token_size=8192, func=recording),
+                   enable_llm_cache_for_entity_extract=False)
+    await rag.initialize_storages()
+    try:
+        await rag.ainsert([FIRST, "Carol White moved to Townsville. Carol White paints harbours.", SECOND],
+                          ids=["a", "b", "c"])
+        await rag.aquery_data("Who lives in Townsville?", QueryParam(mode="prism"))
+        await rag.adelete_by_doc_id("b")
+        node = await rag.chunk_entity_relation_graph.get_node("Townsville")
+        assert "b-chunk-000" in node["source_id"]  # LightRAG's stale provenance: what this test is about
+        embedded.clear()
+        for mode in ("prism", "hipporag", "fidelis", "local"):
+            result = await rag.aquery_data("Who moved to Townsville and paints?", QueryParam(mode=mode))
+            assert "b-chunk-000" not in [c.get("chunk_id") for c in result["data"].get("chunks", [])], mode
+        assert "" not in embedded
+        view = (await rag.graph_snapshot()).derived["hipporag_graph"]
+        gone = view.passage_ids.index("b-chunk-000")
+        assert not view.passage_valid[gone] and not view.passage_vectors[gone].any()
+    finally:
+        await rag.finalize_storages()

@@ -232,7 +232,11 @@ async def _passages(rag, snapshot: GraphSnapshot, base: "HippoGraph | None", wri
         if j is not None and base.passage_valid[j] and base.passage_data[j]["content"] == texts[k]:
             sources[k] = j
     base_rows = base.passage_vectors if base is not None else None
-    vectors = await vectors_carrying(rag, rag.chunks_vdb, sources, base_rows, lambda i: (ids[i], texts[i]))
+    # A passage without a record (a deleted chunk LightRAG's deletion left an entity naming) has no vector: its
+    # empty text is not embedded, and it is never ranked (``passage_valid``).
+    gone = np.fromiter((not d["valid"] for d in data), dtype=bool, count=len(data))
+    vectors = await vectors_carrying(rag, rag.chunks_vdb, sources, base_rows, lambda i: (ids[i], texts[i]),
+                                     absent=gone)
     return ids, data, vectors
 
 
