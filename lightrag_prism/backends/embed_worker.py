@@ -131,4 +131,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BrokenPipeError:  # the parent exited (or shut the pool down) first, even while this one was starting
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # nothing left to flush at exit
+        sys.exit(0)

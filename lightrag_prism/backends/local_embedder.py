@@ -17,6 +17,12 @@ in :func:`worker_precision` (every worker uses the first one's). A worker that d
 Queries (LightRAG's ``context="query"`` calls) are embedded in this process instead, by the same model's forward
 pass in numpy (``query_encoder``: the same vectors to 2e-7, 0.15 s to load against the worker's 5.5 s, so a cold
 CLI query answers in under two seconds); ``query_runtime="worker"`` sends them to the worker too.
+
+So are small document requests while no worker runs (:data:`IN_PROCESS_BELOW`, up to :data:`IN_PROCESS_BUDGET`
+texts per process): a process that had only answered queries started both workers inside its first deletion
+(LightRAG re-embeds the entities the document shared), which took 24.5 s instead of under one on two AVX2 cores.
+Past that budget, or on a larger request, the workers start: they embed short texts about twice as fast. Not with
+``precision="bf16"`` (the in-process pass is fp32) nor ``query_runtime="worker"``.
 """
 
 from __future__ import annotations
@@ -44,6 +50,10 @@ MAX_TOKENS = 256
 MODEL_NAME = "all-MiniLM-L6-v2"
 MAX_REQUEST = 1024  # texts per worker request
 MIN_SPLIT = 32  # texts per worker below which a request goes to one worker whole
+# Document requests of fewer texts, while no worker runs, are embedded in this process, for up to the budget's texts
+# per process (see the module doc).
+IN_PROCESS_BELOW = 64
+IN_PROCESS_BUDGET = 512
 QUERY_RUNTIMES = ("numpy", "worker")
 INSTALL_HINT = ("The local embedder needs the 'local' extra. Install CPU torch first, then the extra:\n"
                 "  pip install torch==2.13.0 && pip install 'lightrag-prism[local]'")
@@ -212,6 +222,10 @@ class _WorkerPool:
     def pids(self) -> list[int]:
         return [pid for pid in (worker.pid() for worker in self.workers) if pid is not None]
 
+    def running(self, config: Config) -> bool:
+        """Whether a worker of ``config`` has started (read without the lock: a start in progress holds it)."""
+        return self.config == config and bool(self.pids())
+
     def shutdown(self) -> None:
         with self._lock:
             self._shutdown()
@@ -267,17 +281,33 @@ async def encode(texts: list[str], batch_size: int = 64, config: Config | None =
     return await asyncio.to_thread(_pool.encode, list(texts), batch_size, config or worker_config())
 
 
-async def encode_coalesced(texts: list[str], batch_size: int = 64, config: Config | None = None) -> np.ndarray:
+_in_process_texts = 0  # document texts this process embedded in-process (IN_PROCESS_BUDGET)
+
+
+def _embeds_in_process(count: int, config: Config) -> bool:
+    """Whether a request of ``count`` texts is embedded in this process (see the module doc); counts it if so."""
+    global _in_process_texts
+    if count >= IN_PROCESS_BELOW or _in_process_texts + count > IN_PROCESS_BUDGET or _pool.running(config):
+        return False
+    _in_process_texts += count
+    return True
+
+
+async def encode_coalesced(texts: list[str], batch_size: int = 64, config: Config | None = None,
+                           in_process: bool = False) -> np.ndarray:
     """:func:`encode`, with the texts of concurrent calls sent as one request (the model sorts a request by
-    length, so long passages and short entity texts are padded apart)."""
+    length, so long passages and short entity texts are padded apart). ``in_process``: a small request while no
+    worker runs goes to the numpy forward pass here (:func:`_embeds_in_process`)."""
     config = config or worker_config()
 
     def make_batch_fn():
         async def batch(items: list[str]) -> list[np.ndarray]:
+            if in_process and _embeds_in_process(len(items), config):
+                return list(await asyncio.to_thread(query_encoder.shared_encoder().encode, items))
             return list(await encode(items, batch_size, config))
         return batch
 
-    batcher = loop_batcher(("local embedder", batch_size, config), make_batch_fn, max_batch=MAX_REQUEST)
+    batcher = loop_batcher(("local embedder", batch_size, config, in_process), make_batch_fn, max_batch=MAX_REQUEST)
     rows = await asyncio.gather(*(batcher.submit(text) for text in texts))
     return np.stack(rows) if rows else np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
 
@@ -305,11 +335,12 @@ def local_embedding_func(batch_size: int = 64, max_token_size: int = MAX_TOKENS,
     _check_installed()
     # torch_threads alone keeps its meaning of one worker with that many threads
     config = worker_config(torch_threads, precision, worker_processes or (1 if torch_threads else None))
+    small_in_process = query_runtime == "numpy" and precision != "bf16"
 
     async def embed(texts: list[str], context: str | None = None, **kwargs: object) -> np.ndarray:
         if context == "query" and query_runtime == "numpy":
             return await asyncio.to_thread(lambda: query_encoder.shared_encoder().encode(list(texts)))
-        return await encode_coalesced(list(texts), batch_size=batch_size, config=config)
+        return await encode_coalesced(list(texts), batch_size=batch_size, config=config, in_process=small_in_process)
 
     if query_runtime == "numpy":  # PrismRAG loads the query encoder at start, not in the first query (0.1-0.15 s)
         embed.prepare_queries = query_encoder.shared_encoder

@@ -117,3 +117,61 @@ async def test_a_prism_instance_loads_the_query_encoder_at_start_not_in_its_firs
         assert calls == ["loaded"]
     finally:
         await rag.finalize_storages()
+
+
+class _PoolAsked:
+    """Stands in for the worker pool: records the requests it is asked, answers zeros."""
+
+    def __init__(self, running: bool = False) -> None:
+        self.asked: list[int] = []
+        self.is_running = running
+
+    def running(self, config) -> bool:
+        return self.is_running
+
+    def encode(self, texts, batch_size, config):
+        self.asked.append(len(texts))
+        return np.zeros((len(texts), 384), dtype=np.float32)
+
+
+@pytest.mark.asyncio
+async def test_small_document_requests_are_embedded_in_process_while_no_worker_runs(monkeypatch, reference):
+    """A process that had only answered queries started both workers inside its first deletion (24.5 s on two AVX2
+    cores; LightRAG re-embeds the entities the document shared). Small requests now run the numpy pass here until
+    the process has embedded IN_PROCESS_BUDGET texts so; a request of IN_PROCESS_BELOW texts or more, a running
+    worker, ``precision="bf16"`` or ``query_runtime="worker"`` sends them to the workers."""
+    from lightrag_prism.backends import local_embedder
+
+    pool = _PoolAsked()
+    monkeypatch.setattr(local_embedder, "_pool", pool)
+    monkeypatch.setattr(local_embedder, "_in_process_texts", 0)
+    monkeypatch.setattr(local_embedder, "IN_PROCESS_BUDGET", 12)
+    func = local_embedding_func()
+    vectors = await func(TEXTS, context="document")
+    assert pool.asked == [] and np.abs(vectors - reference).max() < 1e-5  # in-process, the model's vectors
+    await func(TEXTS[:4], context="document")
+    assert pool.asked == []  # 7 + 4 texts: within the budget of 12
+    await func(TEXTS[:2], context="document")
+    assert pool.asked == [2]  # past it: the workers from now on
+    monkeypatch.setattr(local_embedder, "_in_process_texts", 0)
+    await func(["a text"] * local_embedder.IN_PROCESS_BELOW, context="document")
+    assert pool.asked == [2, local_embedder.IN_PROCESS_BELOW]  # a large request starts them at once
+    for other in (local_embedding_func(precision="bf16"), local_embedding_func(query_runtime="worker")):
+        await other(TEXTS[:1], context="document")
+    assert pool.asked[-2:] == [1, 1]
+    pool.is_running = True
+    await func(TEXTS[:1], context="document")
+    assert pool.asked[-1] == 1 and local_embedder._in_process_texts == 0  # a running worker takes every request
+
+
+def test_a_worker_whose_parent_left_while_it_started_exits_quietly():
+    """The parent exiting while a worker starts (a short script's atexit shutdown while the second worker loads)
+    closed the worker's pipe before its "ready": it printed a BrokenPipeError traceback into the user's terminal."""
+    import subprocess
+    import sys
+
+    worker = subprocess.Popen([sys.executable, "-m", "lightrag_prism.backends.embed_worker", "1", "fp32"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    worker.stdout.close()  # nobody will read its "ready"
+    _, errors = worker.communicate(timeout=300)
+    assert worker.returncode == 0 and b"Traceback" not in errors, errors.decode()[-2000:]
