@@ -284,6 +284,11 @@ async def encode(texts: list[str], batch_size: int = 64, config: Config | None =
 _in_process_texts = 0  # document texts this process embedded in-process (IN_PROCESS_BUDGET)
 
 
+async def _encode_here(texts: list[str]) -> np.ndarray:
+    """The numpy forward pass in this process (``query_encoder``), loaded and run off the event loop."""
+    return await asyncio.to_thread(lambda: query_encoder.shared_encoder().encode(list(texts)))
+
+
 def _embeds_in_process(count: int, config: Config) -> bool:
     """Whether a request of ``count`` texts is embedded in this process (see the module doc); counts it if so."""
     global _in_process_texts
@@ -303,7 +308,7 @@ async def encode_coalesced(texts: list[str], batch_size: int = 64, config: Confi
     def make_batch_fn():
         async def batch(items: list[str]) -> list[np.ndarray]:
             if in_process and _embeds_in_process(len(items), config):
-                return list(await asyncio.to_thread(query_encoder.shared_encoder().encode, items))
+                return list(await _encode_here(items))
             return list(await encode(items, batch_size, config))
         return batch
 
@@ -339,7 +344,7 @@ def local_embedding_func(batch_size: int = 64, max_token_size: int = MAX_TOKENS,
 
     async def embed(texts: list[str], context: str | None = None, **kwargs: object) -> np.ndarray:
         if context == "query" and query_runtime == "numpy":
-            return await asyncio.to_thread(lambda: query_encoder.shared_encoder().encode(list(texts)))
+            return await _encode_here(texts)
         return await encode_coalesced(list(texts), batch_size=batch_size, config=config, in_process=small_in_process)
 
     if query_runtime == "numpy":  # PrismRAG loads the query encoder at start, not in the first query (0.1-0.15 s)

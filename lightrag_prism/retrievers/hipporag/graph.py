@@ -207,11 +207,11 @@ def _passage_data(record: dict | None) -> dict:
 
 
 async def _passages(rag, snapshot: GraphSnapshot, base: "HippoGraph | None", written: frozenset | None
-                    ) -> tuple[list[str], list[dict], np.ndarray]:
-    """Every passage's record and vector. With ``written`` (the chunk ids written since ``base`` read its records),
-    the records of the others are ``base``'s and only these are read: after a small change, reading all 3,000
-    records was a query of 30-80 ms on PostgreSQL and 14 ms on the JSON store. Vectors of passages whose id and
-    text ``base`` had are carried over."""
+                    ) -> tuple[list[str], list[dict], np.ndarray, np.ndarray]:
+    """Every passage's id, record, vector and whether text_chunks holds it. With ``written`` (the chunk ids written
+    since ``base`` read its records), the records of the others are ``base``'s and only these are read: after a small
+    change, reading all 3,000 records was a query of 30-80 ms on PostgreSQL and 14 ms on the JSON store. Vectors of
+    passages whose id and text ``base`` had are carried over."""
     ids = await all_passage_ids(rag, snapshot)
     at = dict(zip(base.passage_ids, range(len(base.passage_ids)))) if base is not None else {}
     # The base row whose record is still this passage's (-1: read it; all of them without ``written``).
@@ -234,10 +234,10 @@ async def _passages(rag, snapshot: GraphSnapshot, base: "HippoGraph | None", wri
     base_rows = base.passage_vectors if base is not None else None
     # A passage without a record (a deleted chunk LightRAG's deletion left an entity naming) has no vector: its
     # empty text is not embedded, and it is never ranked (``passage_valid``).
-    gone = np.fromiter((not d["valid"] for d in data), dtype=bool, count=len(data))
+    valid = np.fromiter((d["valid"] for d in data), dtype=bool, count=len(data))
     vectors = await vectors_carrying(rag, rag.chunks_vdb, sources, base_rows, lambda i: (ids[i], texts[i]),
-                                     absent=gone)
-    return ids, data, vectors
+                                     absent=~valid)
+    return ids, data, vectors, valid
 
 
 def synonym_adjacency(snapshot: GraphSnapshot, pairs: dict) -> sp.csr_matrix:
@@ -305,12 +305,12 @@ async def hipporag_graph(rag, snapshot: GraphSnapshot, base: GraphSnapshot | Non
         if moves is not None and base_view is not None and base_view.records_read_at is not None and log is not None:
             written = log.since(base_view.records_read_at)
             log.forget_through(base_view.records_read_at)  # later views carry from this one or read whole
-        ids, data, vectors = await _passages(rag, snapshot, base_view, written)
+        ids, data, vectors, valid = await _passages(rag, snapshot, base_view, written)
         structure = build_passage_graph(snapshot, synonyms, passage_incidence(snapshot, len(ids)))
         transition = transition_matrix(structure.weighted()[0], symmetric=True, dtype=PASSAGE_PPR_DTYPE)
         num_chunks = np.asarray(snapshot.entity_chunks.sum(axis=1)).ravel() if names else np.zeros(0)
         view = HippoGraph(n_entities=len(names), passage_ids=ids, passage_data=data, passage_vectors=vectors,
-                          passage_valid=np.array([d["valid"] for d in data], dtype=bool),
+                          passage_valid=valid,
                           entity_num_chunks=num_chunks, structure=structure,
                           transition=transition,
                           n_synonym_edges=len(state.synonyms.pairs), synonyms=synonyms, name_rows=name_rows,
