@@ -176,8 +176,15 @@ class RowsKind:
     tracked = True
     tracked_from_load = True
 
-    def __init__(self, id_field: str):
+    def __init__(self, id_field: str, row_index: Callable[[], dict | None] | None = None):
         self.id_field = id_field
+        self.row_index = row_index  # () -> the store's current id -> row index, or None (see with_index)
+
+    def with_index(self, row_index: Callable[[], dict | None] | None) -> "RowsKind":
+        """This kind for one store whose ``row_index()`` gives its current id -> row index (None when it has none
+        current): a flush then finds the touched rows through it instead of a pass over every row (about 5 ms a
+        store at 60,000 rows, several flushes per document deleted)."""
+        return RowsKind(self.id_field, row_index)
 
     def content(self, storage: dict) -> dict:
         return {row[self.id_field]: row for row in storage["data"]}
@@ -190,8 +197,13 @@ class RowsKind:
             deletes = [key for key in saved if key not in present]
         elif not touched:
             return None
-        else:  # positions of the touched ids still present: one pass over the ids, no row compared
-            candidates = [(i, rows[i]) for i, row_id in enumerate(row[id_field] for row in rows) if row_id in touched]
+        else:  # positions of the touched ids still present: through the index, or one pass over the ids
+            index = self.row_index() if self.row_index is not None else None
+            if index is not None:
+                candidates = sorted((index[key], rows[index[key]]) for key in touched if key in index)
+            else:
+                candidates = [(i, rows[i]) for i, row_id in enumerate(row[id_field] for row in rows)
+                              if row_id in touched]
             present = {row[id_field] for _, row in candidates}
             deletes = [key for key in touched if key in saved and key not in present]
         upserts = [[row, _b64(matrix[i])] for i, row in candidates if saved.get(row[id_field]) is not row]

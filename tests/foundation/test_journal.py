@@ -95,6 +95,12 @@ def test_vector_store_read_back_equals_a_whole_rewrite_read_back_bit_for_bit(reg
         # Appending into spare rows gives exactly the rows and matrix nano-vectordb's own upsert gives.
         (live_rows, live_matrix), (stock_rows, stock_matrix) = nano_rows(live), nano_rows(stock)
         assert live_rows == stock_rows and np.array_equal(live_matrix, stock_matrix)
+        # upsert and delete keep the id -> row index current: no rebuild, and each id at its row
+        assert live.current_row_index() == {row["__id__"]: i for i, row in enumerate(live_rows)}
+        touched = {f"id{i}" for i in rng.integers(0, 55, size=4)}
+        saved = {row["__id__"]: row for row in storage["data"][::2]}  # every other row as if saved, others not
+        assert kind.with_index(live.current_row_index).changes(saved, storage, touched) == \
+            kind.changes(saved, storage, touched)  # the index finds the rows the pass finds
         asked = [f"id{i}" for i in rng.integers(0, 55, size=3)]  # a few ids, some unknown: the id -> row index
         assert live.get(asked) == stock.get(asked) and live.get(asked + asked * 9) == stock.get(asked)
         journal.flush(state, kind, storage, whole)
@@ -125,16 +131,38 @@ def test_vector_store_delete_compacts_in_place_to_what_nano_vectordb_gives(tmp_p
     for client in (live, stock):
         client.upsert([{"__id__": f"id{i}", "__vector__": v, "n": i}
                        for i, v in enumerate(np.random.default_rng(0).standard_normal((30, DIM)))])
-    buffer = live._prism_buffer
+    buffer, rows = live._prism_buffer, live._NanoVectorDB__storage["data"]
+    live.get(["id0"])  # builds the id -> row index
+    index = live.current_row_index()
     live.delete([f"id{i}" for i in gone])
     stock.delete([f"id{i}" for i in gone])
     (live_rows, live_matrix), (stock_rows, stock_matrix) = nano_rows(live), nano_rows(stock)
     assert live_rows == stock_rows and np.array_equal(live_matrix, stock_matrix)
     assert live._NanoVectorDB__storage["matrix"].base is buffer  # compacted where it was, no new matrix
+    assert live._NanoVectorDB__storage["data"] is rows  # the same row list, shortened
+    # the same index, kept current: the rows after a removed one moved up
+    assert live.current_row_index() is index == {row["__id__"]: i for i, row in enumerate(live_rows)}
     more = [{"__id__": f"new{i}", "__vector__": v} for i, v in enumerate(rng.standard_normal((3, DIM)))]
     assert live.upsert([dict(d) for d in more]) == stock.upsert([dict(d) for d in more])
     (live_rows, live_matrix), (stock_rows, stock_matrix) = nano_rows(live), nano_rows(stock)
     assert live_rows == stock_rows and np.array_equal(live_matrix, stock_matrix)
+
+
+def test_vector_store_changes_without_a_current_index_are_found_by_a_pass(tmp_path):
+    live = nano_vector_db_impl.NanoVectorDB(DIM, storage_file=str(tmp_path / "live.json"))
+    live.upsert([{"__id__": f"id{i}", "__vector__": np.ones(DIM) * (i + 1)} for i in range(6)])
+    storage = live._NanoVectorDB__storage
+    saved = {row["__id__"]: row for row in storage["data"]}
+    live.upsert([{"__id__": "id2", "__vector__": np.ones(DIM)}, {"__id__": "id9", "__vector__": np.ones(DIM)}])
+    live.delete(["id4"])
+    kind = type(live).rows_kind
+    expected = {"u": [[storage["data"][2], journal._b64(storage["matrix"][2])],
+                      [storage["data"][5], journal._b64(storage["matrix"][5])]], "d": ["id4"]}
+    touched = {"id2", "id4", "id9", "id77"}
+    assert kind.with_index(live.current_row_index).changes(saved, storage, touched) == expected
+    storage["data"] = list(storage["data"])  # another list (as a reload gives): the index is not current
+    assert live.current_row_index() is None
+    assert kind.with_index(live.current_row_index).changes(saved, storage, touched) == expected
 
 
 def test_vector_store_delete_of_a_read_only_matrix_is_nano_vectordbs_own(tmp_path):
