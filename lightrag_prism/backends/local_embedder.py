@@ -15,14 +15,19 @@ runs it faster with the same vectors, else fp32; see ``embed_worker``), ``"fp32"
 in :func:`worker_precision` (every worker uses the first one's). A worker that died is replaced on the next call.
 
 Queries (LightRAG's ``context="query"`` calls) are embedded in this process instead, by the same model's forward
-pass in numpy (``query_encoder``: the same vectors to 2e-7, 0.15 s to load against the worker's 5.5 s, so a cold
+pass in numpy (``query_encoder``: the same vectors to 2e-7, 0.15 s to load against the worker's 2.8 s, so a cold
 CLI query answers in under two seconds); ``query_runtime="worker"`` sends them to the worker too.
 
-So are small document requests while no worker runs (:data:`IN_PROCESS_BELOW`, up to :data:`IN_PROCESS_BUDGET`
-texts per process): a process that had only answered queries started both workers inside its first deletion
-(LightRAG re-embeds the entities the document shared), which took 24.5 s instead of under one on two AVX2 cores.
-Past that budget, or on a larger request, the workers start: they embed short texts about twice as fast. Not with
-``precision="bf16"`` (the in-process pass is fp32) nor ``query_runtime="worker"``.
+So are small document requests while no worker runs and no insert has begun (:data:`IN_PROCESS_BELOW`, up to
+:data:`IN_PROCESS_BUDGET` texts per process): a process that had only answered queries started both workers inside
+its first deletion (LightRAG re-embeds the entities the document shared), which took 24.5 s instead of under one on
+two AVX2 cores. Past that budget, or on a larger request, the workers start: they embed short texts about twice as
+fast. Not with ``precision="bf16"`` (the in-process pass is fp32) nor ``query_runtime="worker"``.
+
+An insert starts the workers as it begins (``prepare_documents``, called by PrismRAG's pipeline run), while its
+documents are chunked and extracted, and its requests wait for them: run in-process beside the extraction's
+threads, the numpy pass waited for the GIL at each of its few hundred operations (2 texts took 4.1 s), and the
+first +10 passages into the pooled 9,000-passage index of a fresh process took 45 s against 3.5 s warm.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ import subprocess
 import sys
 import threading
 import time
+from functools import partial
+from pathlib import Path
 
 import numpy as np
 from lightrag.utils import EmbeddingFunc
@@ -55,6 +62,8 @@ MIN_SPLIT = 32  # texts per worker below which a request goes to one worker whol
 IN_PROCESS_BELOW = 64
 IN_PROCESS_BUDGET = 512
 QUERY_RUNTIMES = ("numpy", "worker")
+# started as a script, not with -m: the package's __init__ (LightRAG) stays out of the worker (see embed_worker)
+WORKER_SCRIPT = Path(__file__).with_name("embed_worker.py")
 INSTALL_HINT = ("The local embedder needs the 'local' extra. Install CPU torch first, then the extra:\n"
                 "  pip install torch==2.13.0 && pip install 'lightrag-prism[local]'")
 Config = tuple  # (torch threads per worker, precision, worker processes)
@@ -79,8 +88,8 @@ class _Worker:
         self._stop()
         # Idle OpenMP threads sleep instead of spinning: between requests the cores belong to the main process.
         env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
-        process = subprocess.Popen([sys.executable, "-m", "lightrag_prism.backends.embed_worker", str(self.threads),
-                                    self.requested], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        process = subprocess.Popen([sys.executable, str(WORKER_SCRIPT), str(self.threads), self.requested],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         status, chosen = read_message(process.stdout) or ("died", None)
         if status != "ready":
             process.kill()
@@ -282,6 +291,7 @@ async def encode(texts: list[str], batch_size: int = 64, config: Config | None =
 
 
 _in_process_texts = 0  # document texts this process embedded in-process (IN_PROCESS_BUDGET)
+_inserting = False  # an insert has begun in this process (prepare_documents): requests go to the workers
 
 
 async def _encode_here(texts: list[str]) -> np.ndarray:
@@ -292,7 +302,8 @@ async def _encode_here(texts: list[str]) -> np.ndarray:
 def _embeds_in_process(count: int, config: Config) -> bool:
     """Whether a request of ``count`` texts is embedded in this process (see the module doc); counts it if so."""
     global _in_process_texts
-    if count >= IN_PROCESS_BELOW or _in_process_texts + count > IN_PROCESS_BUDGET or _pool.running(config):
+    if (_inserting or count >= IN_PROCESS_BELOW or _in_process_texts + count > IN_PROCESS_BUDGET
+            or _pool.running(config)):
         return False
     _in_process_texts += count
     return True
@@ -315,6 +326,22 @@ async def encode_coalesced(texts: list[str], batch_size: int = 64, config: Confi
     batcher = loop_batcher(("local embedder", batch_size, config, in_process), make_batch_fn, max_batch=MAX_REQUEST)
     rows = await asyncio.gather(*(batcher.submit(text) for text in texts))
     return np.stack(rows) if rows else np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
+
+
+def start_in_background(config: Config) -> None:
+    """Start the workers of ``config`` in a thread, unless they run (an insert is beginning: see the module doc);
+    from now on every document request goes to them. A failed start is raised by the request that needs them."""
+    global _inserting
+    _inserting = True
+    if _pool.running(config):
+        return
+
+    def start() -> None:
+        try:
+            _pool.ready(config)
+        except Exception as exc:  # noqa: BLE001 - the next request starts them again and raises
+            logger.debug("the local embedder's workers did not start ahead of an insert: %s", exc)
+    threading.Thread(target=start, name="local embedder start", daemon=True).start()
 
 
 def local_embedding_func(batch_size: int = 64, max_token_size: int = MAX_TOKENS, torch_threads: int | None = None,
@@ -349,6 +376,7 @@ def local_embedding_func(batch_size: int = 64, max_token_size: int = MAX_TOKENS,
 
     if query_runtime == "numpy":  # PrismRAG loads the query encoder at start, not in the first query (0.1-0.15 s)
         embed.prepare_queries = query_encoder.shared_encoder
+    embed.prepare_documents = partial(start_in_background, config)  # PrismRAG's pipeline run, as it begins
 
     # supports_asymmetric: LightRAG then passes context="query" or "document" through to ``embed``.
     return EmbeddingFunc(embedding_dim=EMBEDDING_DIM, max_token_size=max_token_size, func=embed,

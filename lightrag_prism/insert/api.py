@@ -223,6 +223,9 @@ class InsertFeaturesMixin:
             backlog = sum(n for status, n in counts.items() if status not in _DONE_STATUSES)
             paced = min(backlog, self.max_parallel_insert) >= PACED_MIN_PARALLEL
             if backlog:  # documents a crash interrupted are purged before their retry: their anchors must exist
+                prepare_documents = getattr(inspect.unwrap(self.embedding_func.func), "prepare_documents", None)
+                if prepare_documents is not None:  # the local embedder's workers start while documents are extracted
+                    prepare_documents()
                 await repair_recovery_anchors(self)
                 await load_doc_timestamps(self)  # another instance on the same storages may have queued some
             try:
