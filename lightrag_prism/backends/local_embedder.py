@@ -26,8 +26,9 @@ fast. Not with ``precision="bf16"`` (the in-process pass is fp32) nor ``query_ru
 
 An insert starts the workers as it begins (``prepare_documents``, called by PrismRAG's pipeline run), while its
 documents are chunked and extracted, and its requests wait for them: run in-process beside the extraction's
-threads, the numpy pass waited for the GIL at each of its few hundred operations (2 texts took 4.1 s), and the
-first +10 passages into the pooled 9,000-passage index of a fresh process took 45 s against 3.5 s warm.
+threads, the numpy pass waited for the GIL at each of its few hundred operations (2 texts took 4.1 s). The first
++10 passages into the pooled 9,000-passage index of a fresh process took 45 s; with this and the worker's faster
+start, 13-14 s (the +10s after it in that process: 9-10 s).
 """
 
 from __future__ import annotations
