@@ -188,7 +188,7 @@ def test_a_worker_whose_parent_left_while_it_started_exits_quietly():
 
 @pytest.mark.asyncio
 async def test_an_insert_starts_the_workers_as_it_begins_and_sends_them_every_request(monkeypatch):
-    """The first +10 passages into the pooled index of a fresh process took 45 s against 3.5 s warm: their small
+    """The first +10 passages into the pooled index of a fresh process took 45 s (13-14 s now): their small
     requests ran the numpy pass beside the extraction's threads, waiting for the GIL at each operation, and the
     workers started only when a large request came. ``prepare_documents`` starts them in the background, and no
     document request runs in-process after it."""
