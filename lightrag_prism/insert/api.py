@@ -141,6 +141,12 @@ async def restore_entity_types(rag) -> None:
         logger.info("restored %d discovered entity type(s)", len(state.get("discovered", [])))
 
 
+def embedder_hook(rag, name: str):
+    """An optional hook of the instance's embedding function (the local embedder's ``prepare_queries`` and
+    ``prepare_documents``), found under LightRAG's wrappers; None when it has none."""
+    return getattr(inspect.unwrap(rag.embedding_func.func), name, None)
+
+
 def _check_threshold(threshold: float) -> float:
     if not isinstance(threshold, (int, float)) or not 0.0 < float(threshold) <= 1.0:
         raise ValueError(f"agentic_merging_threshold must be a cosine in (0, 1], got {threshold!r}")
@@ -179,7 +185,7 @@ class InsertFeaturesMixin:
         await self.version_watcher.adopt_current()
         if self.prepare_query_indexes:  # a restarted process answers its first hipporag/prism query warm
             await prepare_query_state(self, settle_from=SETTLE_MIN_NODES)  # the loaded index: see settle_heap
-            prepare_queries = getattr(inspect.unwrap(self.embedding_func.func), "prepare_queries", None)
+            prepare_queries = embedder_hook(self, "prepare_queries")
             if prepare_queries is not None:  # the local embedder's in-process query encoder
                 await asyncio.to_thread(prepare_queries)
         self.version_watcher.start()
@@ -223,7 +229,7 @@ class InsertFeaturesMixin:
             backlog = sum(n for status, n in counts.items() if status not in _DONE_STATUSES)
             paced = min(backlog, self.max_parallel_insert) >= PACED_MIN_PARALLEL
             if backlog:  # documents a crash interrupted are purged before their retry: their anchors must exist
-                prepare_documents = getattr(inspect.unwrap(self.embedding_func.func), "prepare_documents", None)
+                prepare_documents = embedder_hook(self, "prepare_documents")
                 if prepare_documents is not None:  # the local embedder's workers start while documents are extracted
                     prepare_documents()
                 await repair_recovery_anchors(self)
