@@ -25,6 +25,7 @@ from contextvars import ContextVar
 from typing import AsyncIterator, Awaitable, Callable
 
 from . import patches
+from .background import stop_task
 from .errors import describe_error
 
 logger = logging.getLogger(__name__)
@@ -74,10 +75,7 @@ class VersionWatcher:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await stop_task(task)  # a single cancel() of a Redis read can be lost (background.py)
 
     async def _poll(self) -> None:
         while True:
@@ -168,10 +166,13 @@ async def _redis_lock(store, name: str) -> AsyncIterator[None]:
     try:
         yield
     finally:
-        renewal.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await renewal
-        await lock.release()
+        try:
+            # Stopped for sure: a renewal whose cancel() was lost (background.py) would extend the lease forever.
+            failure = await stop_task(renewal)
+        finally:
+            await lock.release()
+        if failure is not None:  # the lease was lost while held: the block may not have run alone
+            raise failure
 
 
 @contextlib.asynccontextmanager

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 from tqdm.auto import tqdm
 
+from .background import stop_task
+
 POLL_SECONDS = 0.5
 FINISHED = ("processed", "failed")
 IN_FLIGHT = ("parsing", "analyzing", "processing")
@@ -44,7 +46,7 @@ async def insert_progress(rag, total: int, desc: str, unit: str = "doc", disable
         yield bar
         bar.n = total
     finally:
-        task.cancel()
+        await stop_task(task)  # not left polling: a single cancel() of a Redis read can be lost (background.py)
         bar.set_postfix_str("", refresh=False)  # the last poll's "N in progress" is over
         bar.close()
 
