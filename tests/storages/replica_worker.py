@@ -14,7 +14,8 @@
     python -m tests.storages.replica_worker merge STACK WORKING_DIR WORKSPACE BASE_URL
         runs agentic merging over every entity with the scripted LLM at BASE_URL and prints its report.
 
-The servers come from the environment (``REDIS_URI``, ``POSTGRES_*``).
+The servers come from the environment (``REDIS_URI``, ``POSTGRES_*``). On SIGUSR1 a worker writes where each of
+its asyncio tasks waits to stderr (``dump_tasks``): the test asks for it before killing a worker that hangs.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import asyncio
 import json
 import logging
 import re
+import signal
 import sys
 import time
 
@@ -151,7 +153,25 @@ async def merge(stack: str, working_dir: str, workspace: str, base_url: str) -> 
           flush=True)
 
 
-if __name__ == "__main__":
-    action, args = sys.argv[1], sys.argv[2:]
+def dump_tasks() -> None:
+    """Write every asyncio task's stack to stderr (on SIGUSR1: the test asks for it before killing a worker that
+    stopped answering, so a hang is reported with where each task waits)."""
+    idle = 0
+    for task in asyncio.all_tasks():
+        name = task.get_coro().__qualname__
+        if name == "Queue.get" or name.endswith("final_dec.<locals>.worker"):  # LightRAG's idle call-queue workers
+            idle += 1
+            continue
+        print(f"--- {task.get_name()}: {name}", file=sys.stderr)
+        task.print_stack(limit=40, file=sys.stderr)
+    print(f"--- and {idle} idle LightRAG queue workers", file=sys.stderr, flush=True)
+
+
+async def main(action: str, args: list[str]) -> None:
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, dump_tasks)
     actions = {"watch": watch, "timestamps": insert_timestamped, "outage": outage, "merge": merge}
-    asyncio.run(actions[action](*args))
+    await actions[action](*args)
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2:]))

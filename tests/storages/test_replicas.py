@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import sys
 import uuid
 from pathlib import Path
@@ -43,8 +44,16 @@ async def start_worker(*args: str, env: dict[str, str] | None = None) -> asyncio
         env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})})
 
 
-async def read_line(process: asyncio.subprocess.Process) -> str:
-    line = await asyncio.wait_for(process.stdout.readline(), timeout=300)
+async def read_line(process: asyncio.subprocess.Process, timeout: float = 300) -> str:
+    try:
+        line = await asyncio.wait_for(process.stdout.readline(), timeout=timeout)
+    except asyncio.TimeoutError:  # a hang: report where each of the worker's tasks waits (replica_worker.dump_tasks)
+        process.send_signal(signal.SIGUSR1)
+        await asyncio.sleep(2)
+        process.kill()
+        await process.wait()
+        raise AssertionError(f"no answer in {timeout} s; the worker's tasks:\n"
+                             + (await process.stderr.read()).decode()[-20000:]) from None
     if not line:
         await process.wait()
         raise AssertionError((await process.stderr.read()).decode()[-3000:])
