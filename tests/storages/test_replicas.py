@@ -44,15 +44,18 @@ async def start_worker(*args: str, env: dict[str, str] | None = None) -> asyncio
         env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})})
 
 
-async def read_line(process: asyncio.subprocess.Process, timeout: float = 300) -> str:
+READ_TIMEOUT = 300  # seconds a worker may take to print its next line
+
+
+async def read_line(process: asyncio.subprocess.Process) -> str:
     try:
-        line = await asyncio.wait_for(process.stdout.readline(), timeout=timeout)
+        line = await asyncio.wait_for(process.stdout.readline(), timeout=READ_TIMEOUT)
     except asyncio.TimeoutError:  # a hang: report where each of the worker's tasks waits (replica_worker.dump_tasks)
         process.send_signal(signal.SIGUSR1)
         await asyncio.sleep(2)
         process.kill()
         await process.wait()
-        raise AssertionError(f"no answer in {timeout} s; the worker's tasks:\n"
+        raise AssertionError(f"no answer in {READ_TIMEOUT} s; the worker's tasks:\n"
                              + (await process.stderr.read()).decode()[-20000:]) from None
     if not line:
         await process.wait()
