@@ -25,9 +25,10 @@ time, then the deletion of one of those documents; stock LightRAG's small insert
 run (without the query, which it lacks), and a last table gives each against the bulk cost of as many passages and
 of as much text. Writes ``benchmarks/results/bench_insert.json``.
 
-``--stock-on-prism-index`` (files stack): stock's small insert and deletion also run on a copy of the index prism's
-bulk insert built at those sizes, opened by ``lightrag.LightRAG`` (the stores are LightRAG's own formats). Stock's
-own bulk insert rewrites every store after each document, so at 3,000 passages it takes hours; its +k cost is that
+``--stock-on-prism-index``: stock's small insert and deletion also run on a copy of the index prism's bulk insert
+built at those sizes (files: its directory; PostgreSQL: its workspace's rows), opened by ``lightrag.LightRAG`` (the
+stores are LightRAG's own formats). Stock's own bulk insert rewrites every store after each document, so at 3,000
+passages it takes hours on files (and most of an hour on PostgreSQL on a 2-core AVX2 machine); its +k cost is that
 of the stores it rewrites, which the copy has, bar its LLM cache of extraction answers (prism's extractor answers no
 prompts): a slight lower bound of stock's cost. Run it with a baseline size too, to compare both in one run.
 """
@@ -148,7 +149,10 @@ async def timed_followup(rag, followup, query: bool) -> dict:
 async def run_prism(passages, followup, work: Path, keep_copy: Path | None = None) -> dict:
     seconds = await timed_insert(make_prism(str(work)), passages)
     if keep_copy:  # the bulk-built stores, for stock's follow-up (--stock-on-prism-index)
-        shutil.copytree(work / work.name, keep_copy)
+        if STORAGES:
+            await copy_pg_workspace(work.name, keep_copy.name)
+        else:
+            shutil.copytree(work / work.name, keep_copy)
     rag = make_prism(str(work))  # a new instance, as after a restart (PostgreSQL storages do not reopen after finalize)
     stats = await index_stats(rag)
     await rag.initialize_storages()
@@ -183,11 +187,39 @@ async def run_stock(passages, followup, work: Path) -> dict:
             await rag.finalize_storages()
 
 
+async def copy_pg_workspace(source: str, target: str) -> None:
+    """Every row of workspace ``source`` copied into ``target``, in every table that has a workspace column (the
+    graph's nodes before its edges, which reference them)."""
+    import asyncpg
+
+    env = os.environ
+    connection = await asyncpg.connect(host=env["POSTGRES_HOST"], port=int(env["POSTGRES_PORT"]),
+                                       user=env["POSTGRES_USER"], password=env["POSTGRES_PASSWORD"] or None,
+                                       database=env["POSTGRES_DATABASE"])
+    try:
+        columns: dict[str, list[str]] = {}
+        for row in await connection.fetch(
+                "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'public' "
+                "AND table_name IN (SELECT table_name FROM information_schema.columns WHERE column_name = "
+                "'workspace' AND table_schema = 'public') ORDER BY table_name, ordinal_position"):
+            columns.setdefault(row["table_name"], []).append(row["column_name"])
+        async with connection.transaction():
+            for table in sorted(columns, key=lambda t: t.endswith("_edges")):
+                names = ", ".join(f'"{c}"' for c in columns[table])
+                values = ", ".join("$2" if c == "workspace" else f'"{c}"' for c in columns[table])
+                await connection.execute(f'INSERT INTO "{table}" ({names}) SELECT {values} FROM "{table}" '
+                                         "WHERE workspace = $1", source, target)
+    finally:
+        await connection.close()
+
+
 async def run_stock_on_prism_index(followup, work: Path, prism_stores: Path) -> dict:
-    """Stock's +k and delete-one on a copy of prism's bulk-built stores (moved into this run's workspace)."""
+    """Stock's +k and delete-one on a copy of prism's bulk-built stores (files: moved into this run's workspace;
+    PostgreSQL: copied into it by prism's run, before its own follow-up)."""
     from lightrag_prism.patches.stock_writers import stock_storage_writers
 
-    shutil.copytree(prism_stores, work / work.name)
+    if not STORAGES:
+        shutil.copytree(prism_stores, work / work.name)
     with stock_storage_writers():
         rag = make_stock(str(work))
         await rag.initialize_storages()
@@ -270,7 +302,8 @@ def followup_passages(corpus, k: int) -> list:
 
 
 def prism_stores_copy(root: Path, n: int) -> Path:
-    return root / f"prism-{n}-bulk-stores"
+    """Where prism's bulk-built index is kept for stock: a directory; on PostgreSQL, stock's workspace (its name)."""
+    return root / (f"prism-{n}-bulk-stores" if not STORAGES else f"stock_on_prism-{n}")
 
 
 def measure(side: str, n: int, followup: int, root: Path, profile: bool, keep_copy: bool = False) -> dict:
@@ -336,7 +369,7 @@ def main() -> None:
     parser.add_argument("--stack", choices=("files", "postgres"), default="files",
                         help="files: LightRAG's defaults; postgres: every storage on one PostgreSQL started here")
     parser.add_argument("--stock-on-prism-index", default="",
-                        help="files stack: sizes of prism's run at which stock's +k and delete-one also run on a copy "
+                        help="sizes of prism's run at which stock's +k and delete-one also run on a copy "
                              "of prism's bulk-built index (see the module's docstring)")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # internal: SIDE:N in this process
     parser.add_argument("--keep-stores", action="store_true", help=argparse.SUPPRESS)  # internal: for stock_on_prism
@@ -356,8 +389,8 @@ def main() -> None:
         (root / f"{side}-{n}.json").write_text(json.dumps(result))
         return
     sizes, baseline, on_prism = sizes_of(args.sizes), sizes_of(args.baseline_sizes), sizes_of(args.stock_on_prism_index)
-    if on_prism and (args.stack != "files" or not args.followup or not set(on_prism) <= set(sizes)):
-        raise SystemExit("--stock-on-prism-index needs --stack files, --followup and sizes among --sizes")
+    if on_prism and (not args.followup or not set(on_prism) <= set(sizes)):
+        raise SystemExit("--stock-on-prism-index needs --followup and sizes among --sizes")
     corpus = load_2wiki_corpus()
     if max(sizes + baseline) > len(corpus) - FOLLOWUP_POOL:
         raise SystemExit(f"sizes up to {len(corpus) - FOLLOWUP_POOL}: the corpus has {len(corpus)} passages, the "
