@@ -219,7 +219,8 @@ async def run_stock_on_prism_index(followup, work: Path, prism_stores: Path) -> 
     from lightrag_prism.patches.stock_writers import stock_storage_writers
 
     if not STORAGES:
-        shutil.copytree(prism_stores, work / work.name)
+        work.mkdir(parents=True)
+        shutil.move(prism_stores, work / work.name)  # the kept copy is used once: no second copy of ~300 MB
     with stock_storage_writers():
         rag = make_stock(str(work))
         await rag.initialize_storages()
@@ -262,7 +263,7 @@ def followup_table(results: dict) -> str:
     against the bulk cost of as much text (the follow-up passages are not of average length); then prism's against
     stock's in seconds. Stock on prism's index has no bulk time of its own: its ratios use stock's bulk at that size
     when this run has one."""
-    k = None
+    k = results["followup"]
     lines = ["", "| side | passages | +k insert (+ first prism query) s | / bulk cost of k | / bulk cost of their text "
              "| delete one (+ query) s | / bulk cost of 1 | / bulk cost of its text |", "|---" * 8 + "|"]
     for side, label, bulk_side in (("prism", "prism", "prism"), ("stock", "stock", "stock"),
@@ -272,7 +273,6 @@ def followup_table(results: dict) -> str:
             if not seconds:
                 continue
             add, delete = seconds
-            k = run["queries"]["followup"]["passages"]
             bulk = results[bulk_side].get(n, {}).get("seconds")
             if bulk is None:
                 lines.append(f"| {label} | {n} | {add:.2f} | - | - | {delete:.2f} | - | - |")
@@ -395,10 +395,12 @@ def main() -> None:
     if max(sizes + baseline) > len(corpus) - FOLLOWUP_POOL:
         raise SystemExit(f"sizes up to {len(corpus) - FOLLOWUP_POOL}: the corpus has {len(corpus)} passages, the "
                          f"last {FOLLOWUP_POOL} kept for the follow-up insert")
-    results: dict = {"corpus": "2wikimultihopqa", "stack": args.stack, "prism": {}, "stock": {}, "stock_on_prism": {},
+    extra = followup_passages(corpus, args.followup)
+    results: dict = {"corpus": "2wikimultihopqa", "stack": args.stack, "followup": args.followup,
+                     "prism": {}, "stock": {}, "stock_on_prism": {},
                      "chars": {n: sum(len(p.content) for p in corpus[:n]) for n in set(sizes + baseline)},
-                     "followup_chars": sum(len(p.content) for p in followup_passages(corpus, args.followup)),
-                     "deleted_chars": sum(len(p.content) for p in followup_passages(corpus, args.followup)[:1])}
+                     "followup_chars": sum(len(p.content) for p in extra),
+                     "deleted_chars": sum(len(p.content) for p in extra[:1])}
     with database(args.stack, root):
         for side, side_sizes in (("prism", sizes), ("stock", baseline)):
             for n in side_sizes:
