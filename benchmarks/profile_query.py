@@ -5,6 +5,7 @@
     python benchmarks/profile_query.py --own-index DIR --set hotpotqa              # the set's own index
 
     python benchmarks/profile_query.py --working-dir DIR --versus-own DIR3 --set musique   # pooled/own, paired
+    python benchmarks/profile_query.py --working-dir DIR --set musique --unpinned        # pinned tokens, paired
 
 The pooled index is ``bench_pooled.py``'s (the same ``--working-dir``; built there if missing, about 20 minutes);
 ``--own-index DIR`` opens the set's own index as ``bench_pooled.py --single-sets DIR`` does. Each question is asked
@@ -16,7 +17,9 @@ Timers wrap the stages in place (module attributes replaced for the run); a stag
 query counts its sum. Printed: the median ms per query of each stage and of the whole
 query. "LightRAG context and the rest" is the whole query minus the question's embedding, the retriever and the
 tokenizer: LightRAG's context assembly on the event loop, and the wrappers. The tokenizer runs in LightRAG's
-tokenizer thread while the query waits for it, so it adds to the query's time. Writes ``--out`` (JSON) if given.
+tokenizer thread while the query waits for it, so it adds to the query's time. ``--unpinned`` adds, for each mode
+but ``naive``, ``<mode>~unpinned``: the same mode with the tokenizer's pinned description tokens set aside for the
+query (``OfflineTokenizer.pin_descriptions``), in the same rotation. Writes ``--out`` (JSON) if given.
 """
 
 from __future__ import annotations
@@ -144,14 +147,26 @@ async def profile_versus_own(rags: dict[str, object], dataset, modes: list[str],
     pairs = [(mode, name) for name in rags for mode in modes]
     for question in asked[:3]:  # warm-up: views, first-use imports
         for mode, name in pairs:
-            await _rank_with_mode(rags[name], mode, question.text, lookup, {})
+            await _rank_with_mode(rags[name], mode.partition("~")[0], question.text, lookup, {})
     for i, question in enumerate(asked):
         for mode, name in pairs[i % len(pairs):] + pairs[:i % len(pairs)]:
             forget_query_caches(rags[name])
-            times.start()
-            start = time.perf_counter()
-            await _rank_with_mode(rags[name], mode, question.text, lookup, {})
-            times.finish(f"{mode} {name}".strip(), time.perf_counter() - start)
+            base_mode, _, variant = mode.partition("~")
+            with unpinned(rags[name].tokenizer) if variant == "unpinned" else contextlib.nullcontext():
+                times.start()
+                start = time.perf_counter()
+                await _rank_with_mode(rags[name], base_mode, question.text, lookup, {})
+                times.finish(f"{mode} {name}".strip(), time.perf_counter() - start)
+
+
+@contextlib.contextmanager
+def unpinned(tokenizer):
+    """The tokenizer without its pinned segments while inside (they are put back after)."""
+    pinned, tokenizer._pinned = tokenizer._pinned, {}
+    try:
+        yield
+    finally:
+        tokenizer._pinned = pinned
 
 
 def ratios(medians: dict[str, dict[str, float]], modes: list[str], names: list[str]) -> dict[str, float]:
@@ -188,6 +203,8 @@ async def run(args) -> dict:
     pooled, sets = pooled_dataset(False)
     dataset = sets[args.set]
     modes = [m for m in args.modes.split(",") if m]
+    if args.unpinned:
+        modes += [f"{m}~unpinned" for m in modes if m != "naive"]
     pooled_where = Path(args.working_dir) / f"{pooled.name}-{len(pooled.passages)}"
     if args.versus_own:
         return await run_versus_own(args, dataset, modes, pooled, pooled_where)
@@ -243,6 +260,8 @@ def main() -> None:
     parser.add_argument("--set", default="hotpotqa", choices=("musique", "hotpotqa"))
     parser.add_argument("--questions", type=int, default=60)
     parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--unpinned", action="store_true", help="also time each mode but naive without the "
+                                                                 "tokenizer's pinned description tokens, paired")
     parser.add_argument("--out", help="write the medians as JSON here")
     args = parser.parse_args()
     logging.getLogger("lightrag").setLevel(logging.WARNING)

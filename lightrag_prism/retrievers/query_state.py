@@ -64,13 +64,22 @@ def warm_snapshot(snapshot: GraphSnapshot, base: GraphSnapshot | None) -> None:
         fastrp_cache(snapshot, base)
 
 
+def pin_descriptions(rag, snapshot: GraphSnapshot) -> None:
+    """The tokens of the graph's descriptions, pinned in the instance's tokenizer when it can pin
+    (``backends/tokenizer.py``): every KG mode's context renders them, each query anew."""
+    pin = getattr(rag.tokenizer, "pin_descriptions", None)
+    if pin is not None:
+        pin([d.get("description") for d in snapshot.node_data] + [d.get("description") for d in snapshot.edge_data])
+
+
 VIEWS_READY, VIEWS_LOCK = "query_views_ready", "query_views_lock"
 
 
 async def prepare_views(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None) -> None:
     """Every view of ``snapshot`` the hipporag, prism and fidelis modes read, cached on it; what is unchanged since
     ``base`` (the snapshot it replaces) is carried over, not read again: vectors of unchanged entities, relations
-    and passages (``vectors.py``), the name and fact indexes (``hipporag/index.py``), synonyms and FastRP."""
+    and passages (``vectors.py``), the name and fact indexes (``hipporag/index.py``), synonyms and FastRP. The
+    tokens of the graph's descriptions are pinned in the tokenizer meanwhile (:func:`pin_descriptions`)."""
     async with snapshot.derived.setdefault(VIEWS_LOCK, asyncio.Lock()):
         if snapshot.derived.get(VIEWS_READY):
             return
@@ -80,7 +89,8 @@ async def prepare_views(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None
             # FastRP and the other structural caches need only the graph: computed in a thread meanwhile.
             await asyncio.gather(passages_then_chunks(rag, snapshot, base), fact_view(rag, snapshot, base),
                                  entity_matrix(rag, snapshot, base), relation_matrix(rag, snapshot, base),
-                                 asyncio.to_thread(warm_snapshot, snapshot, base))
+                                 asyncio.to_thread(warm_snapshot, snapshot, base),
+                                 asyncio.to_thread(pin_descriptions, rag, snapshot))
         snapshot.derived[VIEWS_READY] = True
 
 

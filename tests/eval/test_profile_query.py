@@ -98,3 +98,27 @@ async def test_the_paired_run_asks_every_question_of_every_mode_on_both_indexes(
                    "prism/naive own": round(whole["prism own"] / whole["naive own"], 3),
                    "naive pooled/own": round(whole["naive pooled"] / whole["naive own"], 3),
                    "prism pooled/own": round(whole["prism pooled"] / whole["prism own"], 3)}
+
+
+async def test_unpinned_variant_runs_without_the_pinned_tokens_and_puts_them_back(tmp_path, monkeypatch):
+    """--unpinned: ``prism~unpinned`` is prism with the tokenizer's pinned segments set aside for its queries only."""
+    pq = _profiler()
+    rag = await make_rag(tmp_path)
+    seen = []
+    original = pq._rank_with_mode
+
+    async def recording(rag, mode, *args):
+        seen.append((mode, bool(rag.tokenizer._pinned)))
+        return await original(rag, mode, *args)
+
+    monkeypatch.setattr(pq, "_rank_with_mode", recording)
+    times = pq.StageTimes()
+    try:
+        await pq.profile(rag, _toy_dataset(), ["prism", "prism~unpinned"], 2, times)
+        pinned = rag.tokenizer._pinned
+    finally:
+        await rag.finalize_storages()
+    assert pinned  # the graph's descriptions were pinned when the views were prepared
+    timed = seen[-4:]  # after the warm-up, each question to each variant
+    assert sorted(timed) == [("prism", False), ("prism", False), ("prism", True), ("prism", True)]
+    assert {key: len(queries) for key, queries in times.per_mode.items()} == {"prism": 2, "prism~unpinned": 2}

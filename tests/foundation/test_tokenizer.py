@@ -135,3 +135,47 @@ def test_without_cl100k_pre_tokenizer_a_long_text_is_one_kept_segment(monkeypatc
     assert tokenizer.segments(text) == [text]
     assert tokenizer.encode(text) == tokenizer.encode(text) == plain
     assert calls == [text]
+
+
+def described_lines(descriptions):
+    """Query-context lines as LightRAG 1.5.7 renders entities and relations (``description`` last)."""
+    return [json.dumps({"entity": f"Entity {i}", "type": "person", "description": d}, ensure_ascii=False)
+            for i, d in enumerate(descriptions)] + \
+        [json.dumps({"entity1": f"Entity {i}", "entity2": "Entity 0", "description": d}, ensure_ascii=False)
+         for i, d in enumerate(descriptions)]
+
+
+DESCRIPTIONS = [f"Entity {i} was born in 19{i % 100:02d} in Zürich; \"quoted\", 中文, and lived by the river." for i in
+                range(40)] + ["(starts with a bracket) and ends with a line.\n", "short"]
+
+
+def test_pinned_descriptions_encode_no_more_and_outlive_clear(monkeypatch):
+    tokenizer = OfflineTokenizer()
+    assert tokenizer.pin_descriptions(DESCRIPTIONS) == len(DESCRIPTIONS) - 1  # one segment each but "short"
+    plain = tokenizer.tokenizer.encode_ordinary
+    calls = counting(tokenizer, monkeypatch)
+    tokenizer.clear()  # a bench's cold query: the pinned segments stay
+    text = "\n".join(described_lines(DESCRIPTIONS))
+    assert tokenizer.encode(text) == plain(text)
+    assert calls and not any(d[:20] in call for call in calls for d in DESCRIPTIONS[:-1])  # "short" is encoded
+    assert tokenizer.pin_descriptions(DESCRIPTIONS) == 0 and not tokenizer._memo.keys() & tokenizer._pinned.keys()
+
+
+def test_pinned_descriptions_follow_the_graph_and_keep_to_their_bound(monkeypatch):
+    tokenizer = OfflineTokenizer()
+    tokenizer.pin_descriptions(DESCRIPTIONS[:30])
+    first = dict(tokenizer._pinned)
+    assert tokenizer.pin_descriptions(DESCRIPTIONS[:32]) == 2 and len(tokenizer._pinned) == 32
+    assert tokenizer.pin_descriptions(DESCRIPTIONS[2:32]) == 0 and len(tokenizer._pinned) == 32  # 2 gone: kept
+    assert tokenizer.pin_descriptions(DESCRIPTIONS[20:]) == 9 and len(tokenizer._pinned) == 21  # 20 gone: unpinned
+    assert all(tokenizer._pinned[s] is first[s] for s in tokenizer._pinned.keys() & first.keys())  # not re-encoded
+    assert tokenizer._pinned_chars == sum(map(len, tokenizer._pinned))
+    for d in DESCRIPTIONS[20:-1]:
+        text = "\n".join(described_lines([d]))
+        assert tokenizer.encode(text * 30) == tokenizer.tokenizer.encode_ordinary(text * 30)
+    monkeypatch.setattr(tokenizer_module, "PIN_CHARS", 300)
+    small = OfflineTokenizer()
+    small.pin_descriptions(DESCRIPTIONS)
+    assert 0 < small._pinned_chars <= 300 and len(small._pinned) < 10
+    small._splits = False  # another pre-tokenizer: nothing to pin
+    assert small.pin_descriptions(DESCRIPTIONS + ["another description, long enough to be pinned here"]) == 0

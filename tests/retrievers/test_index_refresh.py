@@ -44,6 +44,9 @@ async def test_every_insert_brings_the_indexes_up_to_date_before_any_query(tmp_p
         facts_after, names_after = await _stored_ids(rag)
         assert len(facts_after) == snapshot.num_edges > len(facts_before)  # stored before any query
         assert sorted(names_after) == sorted(snapshot.node_ids) and "Bob Marsh" in names_after
+        # the tokens of every description the query contexts render are pinned by the insert too
+        described = [d.get("description") for d in [*snapshot.node_data, *snapshot.edge_data]]
+        assert rag.tokenizer._pinned_descriptions == frozenset(described) and rag.tokenizer._pinned
         result = await rag.aquery_data("Where was Alice Vance born?", QueryParam(mode="prism"))
         assert result["data"]["chunks"]
     finally:
