@@ -12,6 +12,8 @@ prpack). Batch: 64 single-seed queries in one personalized_pagerank_batch call v
 timed alternately BATCH_ROUNDS times (medians), with the block width the batch chose.
 Solve order: the sparse product and ``symmetric_ppr`` (prism's per-query solve) on the graph as numbered and
 relabelled by ``ppr_cg.rows_by_length`` (what ``PassageGraph`` keeps), alternating ORDER_ROUNDS times (medians).
+Stopping bound: the float32 solve of the passage-graph-like graph (the retrieval graphs' dtype) with its error bound
+in float32, widened by ``ppr_cg.dot_rounding`` (the default), against the bound in float64, alternating.
 Usage: python benchmarks/bench_ppr.py [--quick]
 """
 from __future__ import annotations
@@ -185,6 +187,28 @@ def bench_solve_order(adj: sp.csr_matrix, seed_node: int) -> dict:
     return row
 
 
+def bench_bound_dtype(adj: sp.csr_matrix, seed_node: int) -> dict:
+    """``symmetric_ppr`` of a float32 graph with the stopping bound's dot products in float32 (widened) against
+    float64 (``dot_rounding`` made to refuse float32), medians of ORDER_ROUNDS alternating rounds."""
+    adj32, degree = adj.astype(np.float32), np.asarray(adj.sum(axis=1)).ravel()
+    p = np.zeros(adj.shape[0])
+    p[seed_node] = 1.0
+    widened = ppr_cg.dot_rounding
+    cases = {"float32": widened, "float64": lambda n, dtype: widened(n, dtype) if dtype == np.float64 else np.inf}
+    times, results = {name: [] for name in cases}, {}
+    try:
+        for _ in range(ORDER_ROUNDS):
+            for name, rounding in cases.items():
+                ppr_cg.dot_rounding = rounding
+                t, results[name] = timed(lambda: symmetric_ppr(adj32, degree, p, damping=0.5, tol=1e-5), 5)
+                times[name].append(t)
+    finally:
+        ppr_cg.dot_rounding = widened
+    return {"t_bound_float64_s": float(np.median(times["float64"])),
+            "t_bound_float32_s": float(np.median(times["float32"])),
+            "l1_between_bounds": float(np.abs(results["float32"] - results["float64"]).sum())}
+
+
 def order_summary(name: str, r: dict) -> str:
     return (f"solve order, {name}: product {r['t_numbered_product_s']*1e3:.3f} -> "
             f"{r['t_rows_by_length_product_s']*1e3:.3f} ms ({r['product_speedup']:.2f}x), symmetric_ppr at damping "
@@ -210,6 +234,10 @@ def main() -> None:
     passages = passage_graph_like(9_000, 57_000, seed=0)
     orders.append({"graph": "passage_graph_like_9000", **bench_solve_order(passages, int(np.diff(passages.indptr).argmax()))})
     print(order_summary(f"passage-graph-like ({passages.shape[0]} nodes, {passages.nnz} entries)", orders[-1]))
+    bound = bench_bound_dtype(passages, int(np.diff(passages.indptr).argmax()))
+    print(f"stopping bound, passage-graph-like, float32 solve: bound in float64 {bound['t_bound_float64_s']*1e3:.2f} "
+          f"ms -> float32 widened {bound['t_bound_float32_s']*1e3:.2f} ms, L1 between the two "
+          f"{bound['l1_between_bounds']:.1e}")
     per_edge = None
     for m in sizes:
         estimate = None if per_edge is None else 1.5 * per_edge * m  # linear extrapolation with margin
@@ -220,7 +248,7 @@ def main() -> None:
         orders.append({"graph": f"barabasi_albert_{m}", **bench_solve_order(graph[1], 0)})
         print(order_summary(f"Barabasi-Albert {m} edges", orders[-1]))
     write_json("bench_ppr" + ("_quick" if args.quick else ""),
-               {"tol": TOL, "damping": DAMPING, "rows": rows, "solve_order": orders})
+               {"tol": TOL, "damping": DAMPING, "rows": rows, "solve_order": orders, "bound_dtype": bound})
 
 
 def summary(r: dict) -> str:

@@ -106,7 +106,8 @@ class OfflineTokenizer(TiktokenTokenizer):
         LightRAG 1.5.7 (``operate._apply_token_truncation``) renders each entity and relation of a query as a JSON
         line whose last key is ``"description"``, and encodes those lines several times per query. A description
         seen by no query yet is the costly part: on the 9,000-passage pooled bench index, pinned, a cold ``prism``
-        query's token counts took 1.3-1.6 ms less (docs/benchmarks.md, stop 60). ``descriptions``: every description of the graph now."""
+        query's token counts took 1.3-1.6 ms less (docs/benchmarks.md, stop 60). ``descriptions``: every
+        description of the graph now."""
         if not self._splits:
             return 0
         with self._pin_lock:

@@ -173,3 +173,35 @@ def test_rows_by_length_orders_rows_longest_first_and_ppr_solved_there_is_the_sa
     got = symmetric_ppr(relabelled, degree, p[order], damping=0.5, tol=1e-10, max_iter=1000)[position]
     assert np.abs(got - _nx_ppr(g, p, 0.5)).sum() <= 1e-10
     assert ppr_cg.rows_by_length(np.zeros(1, dtype=np.int64)).size == 0  # no node
+
+
+def _exact_error_bound(z, r, sqrt_deg, isolated_mass, damping):
+    """The stopping rule's bound with its sums exact (math.fsum of the float64 products; a float32 value times a
+    float64 weight is exact to 1e-16 in float64), as the independent reference of the widened float32 one."""
+    import math
+
+    z, r = z.astype(np.float64), r.astype(np.float64)
+    total = math.fsum(z * sqrt_deg) + isolated_mass
+    norm = math.fsum(np.abs(z) * sqrt_deg) + isolated_mass
+    error = math.fsum(np.abs(r) * sqrt_deg) / (1.0 - damping)
+    return error * (1.0 + norm / total) / (total - error)
+
+
+@pytest.mark.parametrize("n", [300, 20_000, 100_000])
+def test_the_float32_error_bound_is_never_below_the_exact_one_and_close_to_it(n):
+    rng = np.random.default_rng(n)
+    rounding = ppr_cg.dot_rounding(n, np.float32)
+    for _ in range(10):
+        z = rng.normal(1.0, 0.6, n).astype(np.float32)  # iterates: some entries negative
+        r = rng.normal(0.0, 1e-6, n).astype(np.float32)
+        sqrt_deg = np.sqrt(rng.integers(1, 400, n).astype(np.float64))
+        exact = _exact_error_bound(z, r, sqrt_deg, 0.01, 0.5)
+        got = ppr_cg._error_bound(z, r, sqrt_deg.astype(np.float32), 0.01, 0.5, np.empty(n, np.float32), rounding)
+        assert exact <= got <= exact * (1.0 + 8.0 * rounding)
+
+
+def test_dot_rounding_grows_with_the_length_and_gives_up_past_half_a_unit():
+    assert 0 < ppr_cg.dot_rounding(10, np.float64) < ppr_cg.dot_rounding(10, np.float32)
+    assert ppr_cg.dot_rounding(1_000, np.float32) < ppr_cg.dot_rounding(100_000, np.float32) < 0.01
+    assert ppr_cg.dot_rounding(66_000, np.float32) == pytest.approx(66_001 * 2.0 ** -24, rel=0.01)
+    assert ppr_cg.dot_rounding(2 ** 23, np.float32) == np.inf
