@@ -113,10 +113,11 @@ class OfflineTokenizer(TiktokenTokenizer):
         with self._pin_lock:
             live = frozenset(d for d in descriptions if isinstance(d, str))
             new = live - self._pinned_descriptions
-            stale = len(self._pinned_descriptions) - (len(live) - len(new))
-            if not new and stale * 4 <= len(self._pinned_descriptions):
+            stale = len(self._pinned_descriptions) - (len(live) - len(new))  # pinned, no longer in the graph
+            start_over = stale * 4 > len(self._pinned_descriptions)
+            if not new and not start_over:
                 return 0
-            if stale * 4 > len(self._pinned_descriptions):  # start over, keeping the tokens already computed
+            if start_over:  # keeping the tokens already computed
                 pinned, chars, wanted = {}, 0, live
             else:
                 pinned, chars, wanted = dict(self._pinned), self._pinned_chars, new

@@ -44,6 +44,9 @@ import scipy.sparse as sp
 # exact check that failed. The ratio of bound to residual moves slowly from step to step, so a check that would
 # pass is not skipped (the break is then one step later, and the answer only more accurate).
 CHECK_SLACK = 4.0
+# The bound's dot products run in the iterates' dtype while their worst-case rounding (``dot_rounding``) stays
+# under this (float32: graphs under ~170,000 nodes), in float64 beyond.
+MAX_DOT_ROUNDING = 0.01
 
 
 def inverse_sqrt(degree: np.ndarray) -> np.ndarray:
@@ -130,11 +133,8 @@ def solve(normalized, degree: np.ndarray, p: np.ndarray, damping: float, tol: fl
     # ||D^1/2 r||_1 >= min(sqrt(d)) ||r||_2 (r is 0 on isolated nodes): the exact check waits for this bound
     sqrt_deg_min = float(sqrt_deg[~isolated].min()) if (~isolated).any() else 1.0
     isolated_mass = float(p[isolated].sum())
-    # the bound's dot products in the iterates' dtype while their rounding stays small (float32: graphs under
-    # ~170,000 nodes), in float64 beyond
-    rounding = dot_rounding(len(p), dtype)
-    bound_dtype = dtype if rounding <= 0.01 else np.float64
-    rounding, bound_weights = dot_rounding(len(p), bound_dtype), sqrt_deg.astype(bound_dtype)
+    bound_dtype = dtype if dot_rounding(len(p), dtype) <= MAX_DOT_ROUNDING else np.float64
+    rounding, bound_weights = dot_rounding(len(p), bound_dtype), sqrt_deg.astype(bound_dtype, copy=False)
     b = np.divide(p, sqrt_deg, out=np.zeros_like(p), where=sqrt_deg > 0).astype(dtype, copy=False)
     z = b.copy()  # y0 = p on every node of positive degree
 
