@@ -4,7 +4,10 @@
   entity scores, k = 5 / 10 / 100 (both must give the same indices on distinct scores);
 * the fact scan (one query vector against every fact vector, 62,000 x 384 float32) with the index's matrix
   column-major (``EmbeddingIndex(column_major=True)``) against row-major, as ``IndexRows.scores`` runs it: on rows
-  of a buffer with room to append.
+  of a buffer with room to append;
+* the same scan with the matrix kept in 16 bits (float16, int16 fixed point, bfloat16 as the top half of float32)
+  and widened to float32 a block of rows at a time before the block's product: half the bytes to stream, but numpy
+  has no 16-bit matrix product, and the widening costs more than the bytes saved (stop 61, docs/benchmarks.md).
 
 Usage: python benchmarks/bench_query_kernels.py [--facts 62258] [--entities 56961] [--reps 200]
 """
@@ -70,6 +73,56 @@ def bench_fact_scan(n: int, reps: int, rng, dim: int = 384) -> list[str]:
             f"({row_major / column_major:.2f}x; largest difference {diff:.1e})"]
 
 
+NARROW_BLOCK = 1024  # rows widened at a time: 1.5 MB of float32, within a core's L2
+
+
+def _widen(block: np.ndarray, out: np.ndarray) -> None:
+    np.copyto(out, block, casting="unsafe")
+
+
+def _widen_bfloat16(block: np.ndarray, out: np.ndarray) -> None:
+    bits = out.view(np.uint32)
+    np.copyto(bits, block, casting="unsafe")
+    bits <<= 16  # a bfloat16 is the top half of the float32 it came from
+
+
+def narrow_scans(vectors: np.ndarray) -> dict[str, tuple[np.ndarray, object, float]]:
+    """16-bit copies of ``vectors`` (rows in [-1, 1]): (copy, function widening a block of it to float32 in place,
+    scale folded into the query)."""
+    as_bits = np.ascontiguousarray(vectors).view(np.uint32)
+    return {
+        "float16": (vectors.astype(np.float16), _widen, 1.0),
+        "int16 fixed point": (np.round(vectors * 32767).astype(np.int16), _widen, 1 / 32767),
+        "bfloat16": ((as_bits >> 16).astype(np.uint16), _widen_bfloat16, 1.0),
+    }
+
+
+def blocked_scan(narrow: np.ndarray, widen, query: np.ndarray, out: np.ndarray, scratch: np.ndarray) -> np.ndarray:
+    for start in range(0, len(narrow), NARROW_BLOCK):
+        block = narrow[start:start + NARROW_BLOCK]
+        wide = scratch[:len(block)]
+        widen(block, wide)
+        np.dot(wide, query, out=out[start:start + len(block)])
+    return out
+
+
+def bench_narrow_scan(n: int, reps: int, rng, dim: int = 384) -> list[str]:
+    vectors, query = unit_rows(rng, n, dim), unit_rows(rng, 1, dim)[0]
+    column_major = np.asfortranarray(vectors)
+    exact = column_major @ query
+    baseline = timed(lambda: column_major @ query, reps)
+    lines = [f"fact scan {n:,} x {dim} float32 column-major (the index's): {baseline:.2f} ms"]
+    out, scratch = np.empty(n, np.float32), np.empty((NARROW_BLOCK, dim), np.float32)
+    for name, (narrow, widen, scale) in narrow_scans(vectors).items():
+        scaled = (query * scale).astype(np.float32)
+        scores = blocked_scan(narrow, widen, scaled, out, scratch)
+        error = float(np.abs(scores - exact).max())
+        ms = timed(lambda: blocked_scan(narrow, widen, scaled, out, scratch), reps)
+        lines.append(f"  stored as {name}, widened per {NARROW_BLOCK} rows: {ms:.2f} ms "
+                     f"({ms / baseline:.2f}x the float32 scan; largest score error {error:.1e})")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--facts", type=int, default=62_258)
@@ -80,6 +133,8 @@ def main() -> None:
     for line in bench_top_k(args.facts, args.reps, rng) + bench_top_k(args.entities, args.reps, rng):
         print(line)
     for line in bench_fact_scan(args.facts, max(args.reps // 4, 10), rng):
+        print(line)
+    for line in bench_narrow_scan(args.facts, max(args.reps // 4, 10), rng):
         print(line)
 
 
