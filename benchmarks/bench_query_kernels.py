@@ -73,7 +73,7 @@ def bench_fact_scan(n: int, reps: int, rng, dim: int = 384) -> list[str]:
             f"({row_major / column_major:.2f}x; largest difference {diff:.1e})"]
 
 
-NARROW_BLOCK = 1024  # rows widened at a time: 1.5 MB of float32, within a core's L2
+NARROW_BLOCK = 1024  # rows widened at a time (1.5 MB of float32): the fastest of 256, 1,024 and 4,096 at stop 61
 
 
 def _widen(block: np.ndarray, out: np.ndarray) -> None:
