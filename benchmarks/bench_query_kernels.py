@@ -7,7 +7,11 @@
   of a buffer with room to append;
 * the same scan with the matrix kept in 16 bits (float16, int16 fixed point, bfloat16 as the top half of float32)
   and widened to float32 a block of rows at a time before the block's product: half the bytes to stream, but numpy
-  has no 16-bit matrix product, and the widening costs more than the bytes saved (stop 61, docs/benchmarks.md).
+  has no 16-bit matrix product, and the widening costs more than the bytes saved (stop 61, docs/benchmarks.md);
+* FastRP's scores (57,000 x 256) beside a PPR-sized loop of sparse products, as the ``prism`` mode runs them
+  (``np.vecdot`` on its own thread over the row-major embedding), against one after the other with OpenBLAS's
+  product over a column-major copy (stop 61's code); each with OpenBLAS's worker threads asleep and right after a
+  threaded BLAS call, which leaves them spinning on the second core for a while (stop 62).
 
 Usage: python benchmarks/bench_query_kernels.py [--facts 62258] [--entities 56961] [--reps 200]
 """
@@ -17,9 +21,11 @@ import argparse
 import statistics
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -123,6 +129,69 @@ def bench_narrow_scan(n: int, reps: int, rng, dim: int = 384) -> list[str]:
     return lines
 
 
+PPR_PRODUCTS = 10  # a pooled prism query's CG solve: about 10 sparse products
+
+
+def bench_fastrp_beside(nodes: int, reps: int, rng, dim: int = 256, graph_nodes: int = 66_000,
+                        entries: int = 418_000) -> list[str]:
+    """FastRP's pass beside (or after) a loop of sparse products the size of the pooled passage graph's."""
+    rows, cols = rng.integers(0, graph_nodes, (2, entries // 2))
+    half = sp.csr_matrix((rng.random(entries // 2, dtype=np.float32), (rows, cols)), shape=(graph_nodes,) * 2)
+    graph = (half + half.T).tocsr()
+    graph.indices, graph.indptr = graph.indices.astype(np.int32), graph.indptr.astype(np.int32)
+    x = np.ones(graph_nodes, np.float32)
+    embedding = unit_rows(rng, nodes, dim)
+    column_major, centroid = np.asfortranarray(embedding), unit_rows(rng, 1, dim)[0]
+    assert np.allclose(np.vecdot(embedding, centroid), column_major @ centroid, atol=1e-5)
+    small, small_vector = unit_rows(rng, 20_000, 384), unit_rows(rng, 1, 384)[0]
+    beside_thread = ThreadPoolExecutor(max_workers=1)
+    beside_thread.submit(lambda: None).result()
+
+    def products():
+        for _ in range(PPR_PRODUCTS):
+            graph @ x
+
+    def after():
+        products()
+        column_major @ centroid
+
+    def beside():
+        scores = beside_thread.submit(np.vecdot, embedding, centroid)
+        products()
+        scores.result()
+
+    stream = np.ones(25_000_000, np.float32)  # 100 MB: the caches as the query's fact scan leaves them
+
+    def asleep():
+        # OpenBLAS's workers spin about 2^28 cycles after a threaded call, then sleep; busy here, not sleeping, so
+        # that the core keeps its clock
+        until = time.perf_counter() + 0.15
+        while time.perf_counter() < until:
+            pass
+        stream.sum()
+
+    def spinning():
+        stream.sum()
+        small @ small_vector  # as the query's dense passage scores do just before
+
+    def run(fn, before) -> float:
+        times = []
+        for _ in range(reps):
+            before()
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return 1000 * statistics.median(times)
+
+    lines = [f"FastRP {nodes:,} x {dim} beside {PPR_PRODUCTS} sparse products ({graph.nnz:,} entries):"]
+    for name, before in (("OpenBLAS's workers asleep", asleep), ("right after a threaded BLAS call", spinning)):
+        alone, one_after, along = run(products, before), run(after, before), run(beside, before)
+        lines.append(f"  {name}: products alone {alone:.2f} ms, FastRP after them {one_after:.2f} ms, "
+                     f"beside them {along:.2f} ms ({along / one_after:.2f}x)")
+    beside_thread.shutdown()
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--facts", type=int, default=62_258)
@@ -135,6 +204,8 @@ def main() -> None:
     for line in bench_fact_scan(args.facts, max(args.reps // 4, 10), rng):
         print(line)
     for line in bench_narrow_scan(args.facts, max(args.reps // 4, 10), rng):
+        print(line)
+    for line in bench_fastrp_beside(args.entities, max(args.reps // 10, 10), rng):
         print(line)
 
 

@@ -6,6 +6,7 @@
 
     python benchmarks/profile_query.py --working-dir DIR --versus-own DIR3 --set musique   # pooled/own, paired
     python benchmarks/profile_query.py --working-dir DIR --set musique --unpinned        # pinned tokens, paired
+    python benchmarks/profile_query.py --working-dir DIR --set musique --fastrp-inline   # FastRP's thread, paired
 
 The pooled index is ``bench_pooled.py``'s (the same ``--working-dir``; built there if missing, about 20 minutes);
 ``--own-index DIR`` opens the set's own index as ``bench_pooled.py --single-sets DIR`` does. Each question is asked
@@ -19,7 +20,10 @@ query. "LightRAG context and the rest" is the whole query minus the question's e
 tokenizer: LightRAG's context assembly on the event loop, and the wrappers. The tokenizer runs in LightRAG's
 tokenizer thread while the query waits for it, so it adds to the query's time. ``--unpinned`` adds, for each mode
 but ``naive``, ``<mode>~unpinned``: the same mode with the tokenizer's pinned description tokens set aside for the
-query (``OfflineTokenizer.pin_descriptions``), in the same rotation. Writes ``--out`` (JSON) if given.
+query (``OfflineTokenizer.pin_descriptions``), in the same rotation. ``--fastrp-inline`` adds ``prism~fastrp-inline``:
+``prism`` with FastRP scored on the query's own thread by OpenBLAS's matrix-vector product over a column-major copy
+of the embedding (stop 61's code), against its own thread beside multi-hop and the PPR (``prism``). Writes ``--out``
+(JSON) if given.
 """
 
 from __future__ import annotations
@@ -36,7 +40,10 @@ import statistics
 import sys
 import time
 from collections import defaultdict
+from concurrent.futures import Future
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -57,7 +64,7 @@ STAGES = (
     (RETRIEVER, "lightrag_prism.retrievers.hipporag", "retrieve"),
     ("  fact scan", "lightrag_prism.retrievers.hipporag.index", "IndexRows.scores"),
     ("  multi-hop", "lightrag_prism.retrievers.prism.expand", "multihop_expand"),
-    ("  FastRP", "lightrag_prism.retrievers.prism.expand", "fastrp_scores"),
+    ("  FastRP (its own thread)", "lightrag_prism.retrievers.prism.expand", "fastrp_top"),
     ("  PPR over entities and passages", "lightrag_prism.retrievers.passage_rank", "passage_ppr"),
     ("  PPR over entities and passages", "lightrag_prism.retrievers.hipporag.mode", "rank_passages"),
     ("  expanded items", "lightrag_prism.retrievers.prism.mode", "_expanded_items"),
@@ -145,14 +152,16 @@ async def profile_versus_own(rags: dict[str, object], dataset, modes: list[str],
     lookup = passage_lookup(dataset)
     asked = dataset.questions[:questions]
     pairs = [(mode, name) for name in rags for mode in modes]
-    for question in asked[:3]:  # warm-up: views, first-use imports
+    for question in asked[:3]:  # warm-up: views, first-use imports, a variant's own
         for mode, name in pairs:
-            await _rank_with_mode(rags[name], mode.partition("~")[0], question.text, lookup, {})
+            base_mode, _, variant = mode.partition("~")
+            with VARIANTS[variant](rags[name]) if variant else contextlib.nullcontext():
+                await _rank_with_mode(rags[name], base_mode, question.text, lookup, {})
     for i, question in enumerate(asked):
         for mode, name in pairs[i % len(pairs):] + pairs[:i % len(pairs)]:
             forget_query_caches(rags[name])
             base_mode, _, variant = mode.partition("~")
-            with unpinned(rags[name].tokenizer) if variant == "unpinned" else contextlib.nullcontext():
+            with VARIANTS[variant](rags[name]) if variant else contextlib.nullcontext():
                 times.start()
                 start = time.perf_counter()
                 await _rank_with_mode(rags[name], base_mode, question.text, lookup, {})
@@ -167,6 +176,41 @@ def unpinned(tokenizer):
         yield
     finally:
         tokenizer._pinned = pinned
+
+
+_COLUMN_MAJOR: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # id -> (FastRP embedding, its column-major copy)
+
+
+@contextlib.contextmanager
+def fastrp_inline():
+    """``prism``'s FastRP scored on the query's own thread while inside: OpenBLAS's matrix-vector product (both
+    cores) over a column-major copy of the embedding, made once per embedding (by the warm-up's queries)."""
+    from lightrag_prism.retrievers.prism import expand
+
+    beside = expand.start_fastrp
+
+    def start_inline(snap, previous, seeds, weights, k):
+        cache = expand.fastrp_cache(snap, previous)
+        embedding = cache.state.embedding
+        column_major = _COLUMN_MAJOR.get(id(embedding), (None, None))[1]
+        if column_major is None:  # the row-major array is kept beside its copy, so its id is not reused
+            column_major = np.asfortranarray(embedding)
+            _COLUMN_MAJOR[id(embedding)] = (embedding, column_major)
+        weights = np.maximum(weights, 1e-12)
+        centroid = (weights @ column_major[cache.state_rows[seeds]]) / weights.sum()
+        scores = (column_major @ centroid.astype(column_major.dtype))[cache.state_rows]
+        done = Future()
+        done.set_result(expand.top_non_seed(scores, seeds, k))
+        return done
+
+    expand.start_fastrp = start_inline
+    try:
+        yield
+    finally:
+        expand.start_fastrp = beside
+
+
+VARIANTS = {"unpinned": lambda rag: unpinned(rag.tokenizer), "fastrp-inline": lambda rag: fastrp_inline()}
 
 
 def ratios(medians: dict[str, dict[str, float]], modes: list[str], names: list[str]) -> dict[str, float]:
@@ -205,6 +249,8 @@ async def run(args) -> dict:
     modes = [m for m in args.modes.split(",") if m]
     if args.unpinned:
         modes += [f"{m}~unpinned" for m in modes if m != "naive"]
+    if args.fastrp_inline and "prism" in modes:
+        modes.append("prism~fastrp-inline")
     pooled_where = Path(args.working_dir) / f"{pooled.name}-{len(pooled.passages)}"
     if args.versus_own:
         return await run_versus_own(args, dataset, modes, pooled, pooled_where)
@@ -262,6 +308,8 @@ def main() -> None:
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--unpinned", action="store_true", help="also time each mode but naive without the "
                                                                  "tokenizer's pinned description tokens, paired")
+    parser.add_argument("--fastrp-inline", action="store_true", help="also time prism with FastRP scored on the "
+                        "query's own thread (stop 61's code), paired")
     parser.add_argument("--out", help="write the medians as JSON here")
     args = parser.parse_args()
     logging.getLogger("lightrag").setLevel(logging.WARNING)

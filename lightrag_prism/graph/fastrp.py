@@ -71,9 +71,8 @@ def normalized_adjacency(adj, dtype=np.float32) -> tuple[sp.csr_matrix, np.ndarr
     return sp.csr_matrix(s, dtype=dtype), deg
 
 
-def _combine(powers, deg: np.ndarray, weights, r: float, order: str = "C") -> np.ndarray:
-    """``rownorm(sum_k w_k diag(deg^r) Y_k)`` laid out in ``order``; zero-degree nodes get scale 0 (0^r is
-    undefined)."""
+def _combine(powers, deg: np.ndarray, weights, r: float) -> np.ndarray:
+    """``rownorm(sum_k w_k diag(deg^r) Y_k)``; zero-degree nodes get scale 0 (0^r is undefined)."""
     scale = np.power(deg, r, out=np.zeros_like(deg), where=deg > 0).astype(powers[0].dtype)
     x = np.zeros_like(powers[0])
     for w, y in zip(weights, powers):  # loop over the K+1 iterations only
@@ -81,7 +80,7 @@ def _combine(powers, deg: np.ndarray, weights, r: float, order: str = "C") -> np
             x += np.asarray(w, dtype=x.dtype) * y
     x *= scale[:, None]
     norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return np.divide(x, norms, out=np.zeros_like(x, order=order), where=norms > 0)
+    return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
 
 
 @dataclass(frozen=True)
@@ -91,9 +90,8 @@ class FastRPState:
     ``powers[k] = S^k R`` (k = 0..K) are kept so that an update recomputes only the rows whose
     value can change: those within k hops of a node whose adjacency row changed.
 
-    ``embedding`` is column-major: a query scores every row against one vector (:func:`fastrp_similarity`), and
-    OpenBLAS's matrix-vector product streams a column-major matrix much faster (57,000 x 256 float32, 2 threads:
-    0.9 ms against 2.5 row-major).
+    ``embedding`` is row-major: a query scores every row against one vector with ``np.vecdot``
+    (:func:`fastrp_similarity`), one thread that releases the GIL, so the ``prism`` mode runs it beside its PPR.
     """
 
     adj: sp.csr_matrix
@@ -115,7 +113,7 @@ class FastRPState:
         powers = [random_projection(np.arange(adj.shape[0]), dim, seed, sparsity=sparsity)]
         for _ in range(len(iteration_weights) - 1):
             powers.append(s @ powers[-1])
-        x = _combine(powers, deg, iteration_weights, normalization_strength, order="F")
+        x = _combine(powers, deg, iteration_weights, normalization_strength)
         return cls(adj, tuple(powers), x, dim, tuple(iteration_weights), normalization_strength, seed, sparsity,
                    recomputed_rows=adj.shape[0] * (len(powers) - 1))
 
@@ -156,17 +154,16 @@ class FastRPState:
             count += rows.size
         # A row outside the last ball has the same powers and degree as before, so the same embedding row:
         # only the ball's rows are combined again (the combination is row by row).
-        x = _grown(self.embedding, n, order="F")
+        x = _grown(self.embedding, n)
         rows = np.flatnonzero(mask)
         x[rows] = _combine([y[rows] for y in powers], deg[rows], self.iteration_weights, self.normalization_strength)
         return FastRPState(adj, tuple(powers), x, self.dim, self.iteration_weights, self.normalization_strength,
                            self.seed, self.sparsity, recomputed_rows=count)
 
 
-def _grown(rows: np.ndarray, n: int, order: str = "C") -> np.ndarray:
-    """A copy of ``rows`` in ``order`` with zero rows appended up to ``n`` (the old state's arrays are never
-    written)."""
-    out = np.empty((n, rows.shape[1]), rows.dtype, order=order)
+def _grown(rows: np.ndarray, n: int) -> np.ndarray:
+    """A copy of ``rows`` with zero rows appended up to ``n`` (the old state's arrays are never written)."""
+    out = np.empty((n, rows.shape[1]), rows.dtype)
     out[:rows.shape[0]] = rows
     out[rows.shape[0]:] = 0
     return out
@@ -192,4 +189,6 @@ def fastrp_similarity(x: np.ndarray, seed_idx, seed_weights=None) -> np.ndarray:
     if w.shape != seed_idx.shape or w.min() < 0 or w.sum() == 0:
         raise ValueError("seed_weights must be non-negative, not all zero, one per seed")
     centroid = (w @ x[seed_idx]) / w.sum()
-    return x @ centroid.astype(x.dtype)
+    # a dot product per row on one core (np.vecdot), not OpenBLAS's matrix-vector product, which takes both: the prism
+    # mode runs this beside its single-threaded PPR (retrievers/prism/expand.py)
+    return np.vecdot(x, centroid.astype(x.dtype))

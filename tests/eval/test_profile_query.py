@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -68,7 +69,8 @@ async def test_stage_timers_account_for_each_query_and_are_removed_after(tmp_pat
                 assert pq.RETRIEVER not in stages and ppr not in stages
             else:
                 assert stages[pq.RETRIEVER] >= stages[ppr] + stages["  fact scan"] > 0
-    assert "  FastRP" in times.per_mode["prism"][0] and "  FastRP" not in times.per_mode["hipporag"][0]
+    fastrp = "  FastRP (its own thread)"
+    assert fastrp in times.per_mode["prism"][0] and fastrp not in times.per_mode["hipporag"][0]
 
     medians = times.medians()
     table = pq.table(medians, ["naive", "prism", "hipporag"])
@@ -122,3 +124,50 @@ async def test_unpinned_variant_runs_without_the_pinned_tokens_and_puts_them_bac
     timed = seen[-4:]  # after the warm-up, each question to each variant
     assert sorted(timed) == [("prism", False), ("prism", False), ("prism", True), ("prism", True)]
     assert {key: len(queries) for key, queries in times.per_mode.items()} == {"prism": 2, "prism~unpinned": 2}
+
+
+async def test_fastrp_inline_variant_scores_fastrp_on_the_querys_thread_with_the_same_nodes(tmp_path, monkeypatch):
+    """--fastrp-inline: ``prism~fastrp-inline`` is prism with FastRP scored on the query's own thread; the nodes
+    FastRP finds are those of ``prism``, whose FastRP runs on its own thread."""
+    from lightrag_prism.retrievers.prism import expand
+
+    pq = _profiler()
+    beside = expand.start_fastrp
+    rag = await make_rag(tmp_path)
+    question_now, threads, fastrp_found = [None], [], []
+    original_rank, original_fuse = pq._rank_with_mode, expand.fuse_ranked
+
+    async def recording(rag, mode, question, *args):
+        question_now[0] = question
+        return await original_rank(rag, mode, question, *args)
+
+    def fuse(perspectives, method):
+        if "fastrp" in perspectives:
+            path = "beside" if expand.start_fastrp is beside else "inline"
+            fastrp_found.append((path, question_now[0], perspectives["fastrp"][0]))
+        return original_fuse(perspectives, method)
+
+    def scored_on(cache, *args):  # the beside path's scoring, recorded with its thread
+        threads.append(("beside", threading.current_thread().name))
+        return fastrp_top(cache, *args)
+
+    fastrp_top = expand.fastrp_top
+    monkeypatch.setattr(pq, "_rank_with_mode", recording)
+    monkeypatch.setattr(expand, "fuse_ranked", fuse)
+    monkeypatch.setattr(expand, "fastrp_top", scored_on)
+    times = pq.StageTimes()
+    try:
+        with pq.fastrp_inline():
+            assert expand.start_fastrp is not beside
+        assert expand.start_fastrp is beside  # put back
+        await pq.profile(rag, _toy_dataset(), ["prism", "prism~fastrp-inline"], 2, times)
+    finally:
+        await rag.finalize_storages()
+    # prism's own queries (and the warm-up's) went through FastRP's thread, the inline variant's never did
+    assert threads and all(name.startswith("prism-fastrp") for _, name in threads)
+    assert len(threads) == sum(1 for path, _, _ in fastrp_found if path == "beside")
+    beside_found = {q: nodes for path, q, nodes in fastrp_found if path == "beside"}
+    inline_found = {q: nodes for path, q, nodes in fastrp_found if path == "inline"}
+    assert len(inline_found) == 2 and all(inline_found.values())
+    assert inline_found == {q: beside_found[q] for q in inline_found}
+    assert {key: len(queries) for key, queries in times.per_mode.items()} == {"prism": 2, "prism~fastrp-inline": 2}

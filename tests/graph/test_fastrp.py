@@ -134,14 +134,14 @@ def test_negative_weight_raises():
         fastrp_embeddings(sp.csr_matrix(np.array([[0, -1.0], [-1.0, 0]])), dim=8)
 
 
-def test_embedding_is_column_major_after_a_build_and_after_updates_and_scores_like_a_row_major_copy():
+def test_embedding_is_row_major_after_a_build_and_after_updates_and_scores_like_a_float64_product():
     a = to_csr(weighted_graph("er", 300, 5))
     grown = _grow(a, 7, 8, seed=5)
     built = FastRPState.build(a, dim=32)
     for state in (built, built.update(grown), FastRPState.build(grown, dim=32).update(grown, reuse_powers=True)):
-        # queries score every row against one vector: OpenBLAS streams a column-major matrix faster
-        assert state.embedding.flags.f_contiguous
+        # queries score each row against one vector with np.vecdot, which reads a row-major matrix in order
+        assert state.embedding.flags.c_contiguous
         seeds, weights = np.array([3, 17, 40]), np.array([0.5, 0.3, 0.2])
-        row_major = np.ascontiguousarray(state.embedding, dtype=np.float64)
-        reference = row_major @ (weights @ row_major[seeds] / weights.sum())
+        exact = state.embedding.astype(np.float64)
+        reference = exact @ (weights @ exact[seeds] / weights.sum())
         np.testing.assert_allclose(fastrp_similarity(state.embedding, seeds, weights), reference, atol=1e-6)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import random
+import threading
 
 import numpy as np
 import pytest
@@ -179,6 +181,22 @@ async def test_fastrp_is_cached_and_updated_incrementally_when_the_graph_grows(r
     scores = prism_expand.fastrp_scores(third, second, seeds, weights)
     assert scores.shape == (third.num_nodes,)
     assert np.allclose(scores, fastrp_similarity(cache.embedding, seeds, weights), atol=1e-6)
+    # The prism mode scores them on FastRP's own thread, beside multi-hop and the PPR: the same top nodes.
+    threads = []
+    score_here = prism_expand.fastrp_top
+
+    def recorded(*args):
+        threads.append(threading.current_thread().name)
+        return score_here(*args)
+
+    prism_expand.fastrp_top = recorded
+    try:
+        found, found_scores = prism_expand.start_fastrp(third, second, seeds, weights, 3).result()
+    finally:
+        prism_expand.fastrp_top = score_here
+    expected, expected_scores = prism_expand.top_non_seed(scores, seeds, 3)
+    assert found.tolist() == expected.tolist() and len(found) and np.allclose(found_scores, expected_scores)
+    assert len(threads) == 1 and threads[0].startswith("prism-fastrp")
 
 
 async def test_fastrp_of_a_second_successor_of_one_snapshot_is_built_not_updated_from_powers_written_over():
@@ -357,3 +375,17 @@ async def test_prism_returns_at_most_top_k_entities_and_relations_seeds_and_fact
     assert seeds and found_by[:seeds] == ["seed"] * seeds  # seeds lead, then the expansion in fused order
     assert wide["data"]["relationships"][0]["found_by"] == "fact"
     assert chunk_ids(narrow) == chunk_ids(wide)  # passages are ranked by the walk, not by the items kept
+
+
+def test_fastrp_thread_runs_tasks_in_a_child_forked_after_it_ran():
+    """A server that forks its workers after a query: the child gets a FastRP thread of its own, not a dead copy."""
+    assert prism_expand._BESIDE.submit(threading.current_thread).result() is not threading.current_thread()
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only if its FastRP thread runs a task
+        try:
+            code = 0 if prism_expand._BESIDE.submit(lambda: 2).result(timeout=10) == 2 else 1
+        except BaseException:
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

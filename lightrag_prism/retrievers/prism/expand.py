@@ -16,6 +16,8 @@ Query awareness (PrismRAG's formulas, with its bugs fixed — see docs/prism.md)
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -40,6 +42,25 @@ from ...vectors import entity_and_relation_matrices, entity_matrix
 
 
 FASTRP_KEY = "prism_fastrp"
+
+
+def _fastrp_thread() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="prism-fastrp")
+
+
+def _renew_fastrp_thread() -> None:
+    # a forked child has no copy of the parent's thread, but the executor would count it as idle and never run a task
+    global _BESIDE
+    _BESIDE = _fastrp_thread()
+
+
+# FastRP's scores are computed on this thread while the query's own thread runs multi-hop and the PPR: all three are
+# single-threaded (fastrp_similarity is one np.vecdot, which releases the GIL), so a second core takes most of
+# FastRP's pass over the embedding (57,000 x 256 on the pooled bench index) off the query's path: 0.7-1.4 ms a pooled
+# prism query, paired (docs/benchmarks.md, stop 62). One thread: a query waits for its FastRP before it returns, so
+# one event loop never has two of them in flight.
+_BESIDE = _fastrp_thread()
+os.register_at_fork(after_in_child=_renew_fastrp_thread)
 
 
 class EntitySimilarity:
@@ -233,8 +254,22 @@ def fastrp_scores(snap: GraphSnapshot, previous: GraphSnapshot | None, seeds: np
                   weights: np.ndarray) -> np.ndarray:
     """:func:`~lightrag_prism.graph.fastrp_similarity` of every node to the weighted ``seeds`` (snapshot rows), in
     snapshot order; computed on the state's rows (a tombstone's zero row scores 0 and is dropped)."""
-    cache = fastrp_cache(snap, previous)
+    return _state_scores(fastrp_cache(snap, previous), seeds, weights)
+
+
+def _state_scores(cache: _FastRPCache, seeds: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return fastrp_similarity(cache.state.embedding, cache.state_rows[seeds], weights)[cache.state_rows]
+
+
+def fastrp_top(cache: _FastRPCache, seeds: np.ndarray, weights: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` non-seed nodes most FastRP-similar to the weighted ``seeds`` and their scores (``top_non_seed``)."""
+    return top_non_seed(_state_scores(cache, seeds, weights), seeds, k)
+
+
+def start_fastrp(snap: GraphSnapshot, previous, seeds: np.ndarray, weights: np.ndarray, k: int) -> Future:
+    """:func:`fastrp_top` on the FastRP thread (``_BESIDE``). The state is built (when the snapshot is new) and
+    cached on the caller's thread, as before; the FastRP thread only reads it."""
+    return _BESIDE.submit(fastrp_top, fastrp_cache(snap, previous), seeds, np.maximum(weights, 1e-12), k)
 
 
 def fuse_ranked(perspectives: dict[str, tuple[list, np.ndarray]], method: str):
@@ -271,6 +306,9 @@ def expand(snap: GraphSnapshot, previous, seeds: np.ndarray, sig: QuerySignals, 
     if seeds.size == 0 or snap.num_nodes == 0:
         return out
     found: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    fastrp = None
+    if knobs["top_fastrp_nodes"] > 0 and snap.adj.nnz:  # beside multi-hop and the PPR, collected after them
+        fastrp = start_fastrp(snap, previous, seeds, weights, knobs["top_fastrp_nodes"])
     multihop = None
     if knobs["max_hop"] > 0:
         multihop = multihop_expand(
@@ -283,9 +321,8 @@ def expand(snap: GraphSnapshot, previous, seeds: np.ndarray, sig: QuerySignals, 
         out.ppr = ppr_scores(snap, seeds, weights, sig.rel_sim, knobs["ppr_damping"], param.ppr_edge_floor)
     if out.ppr is not None and knobs["top_ppr_nodes"] > 0:
         found["ppr"] = top_non_seed(out.ppr, seeds, knobs["top_ppr_nodes"])
-    if knobs["top_fastrp_nodes"] > 0 and snap.adj.nnz:
-        sims = fastrp_scores(snap, previous, seeds, np.maximum(weights, 1e-12))
-        found["fastrp"] = top_non_seed(sims, seeds, knobs["top_fastrp_nodes"])
+    if fastrp is not None:
+        found["fastrp"] = fastrp.result()
     out.counts = {name: int(ids.size) for name, (ids, _) in found.items()}
     fused = fuse_ranked(_as_lists(found), param.fusion_method)
     if fused is None:
