@@ -163,8 +163,8 @@ def bench_fastrp_beside(nodes: int, reps: int, rng, dim: int = 256, graph_nodes:
     stream = np.ones(25_000_000, np.float32)  # 100 MB: the caches as the query's fact scan leaves them
 
     def asleep():
-        # OpenBLAS's workers spin about 2^28 cycles after a threaded call, then sleep; busy here, not sleeping, so
-        # that the core keeps its clock
+        # OpenBLAS's workers spin about 100 ms after a threaded call, then sleep (docs/benchmarks.md, stop 62); busy
+        # here, not sleeping, so that the core keeps its clock
         until = time.perf_counter() + 0.15
         while time.perf_counter() < until:
             pass
