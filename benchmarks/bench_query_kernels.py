@@ -32,11 +32,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from lightrag_prism.graph import top_k  # noqa: E402
 
 
-def timed(fn, reps: int) -> float:
-    """Median milliseconds of ``reps`` calls after one warm-up."""
+def timed(fn, reps: int, before=lambda: None) -> float:
+    """Median milliseconds of ``reps`` calls after one warm-up, ``before()`` run untimed ahead of each."""
     fn()
     times = []
     for _ in range(reps):
+        before()
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
@@ -144,6 +145,7 @@ def bench_fastrp_beside(nodes: int, reps: int, rng, dim: int = 256, graph_nodes:
     column_major, centroid = np.asfortranarray(embedding), unit_rows(rng, 1, dim)[0]
     assert np.allclose(np.vecdot(embedding, centroid), column_major @ centroid, atol=1e-5)
     small, small_vector = unit_rows(rng, 20_000, 384), unit_rows(rng, 1, 384)[0]
+    stream = np.ones(25_000_000, np.float32)  # 100 MB: the caches as the query's fact scan leaves them
     beside_thread = ThreadPoolExecutor(max_workers=1)
     beside_thread.submit(lambda: None).result()
 
@@ -160,8 +162,6 @@ def bench_fastrp_beside(nodes: int, reps: int, rng, dim: int = 256, graph_nodes:
         products()
         scores.result()
 
-    stream = np.ones(25_000_000, np.float32)  # 100 MB: the caches as the query's fact scan leaves them
-
     def asleep():
         # OpenBLAS's workers spin about 100 ms after a threaded call, then sleep (docs/benchmarks.md, stop 62); busy
         # here, not sleeping, so that the core keeps its clock
@@ -174,18 +174,9 @@ def bench_fastrp_beside(nodes: int, reps: int, rng, dim: int = 256, graph_nodes:
         stream.sum()
         small @ small_vector  # as the query's dense passage scores do just before
 
-    def run(fn, before) -> float:
-        times = []
-        for _ in range(reps):
-            before()
-            start = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - start)
-        return 1000 * statistics.median(times)
-
     lines = [f"FastRP {nodes:,} x {dim} beside {PPR_PRODUCTS} sparse products ({graph.nnz:,} entries):"]
     for name, before in (("OpenBLAS's workers asleep", asleep), ("right after a threaded BLAS call", spinning)):
-        alone, one_after, along = run(products, before), run(after, before), run(beside, before)
+        alone, one_after, along = (timed(fn, reps, before) for fn in (products, after, beside))
         lines.append(f"  {name}: products alone {alone:.2f} ms, FastRP after them {one_after:.2f} ms, "
                      f"beside them {along:.2f} ms ({along / one_after:.2f}x)")
     beside_thread.shutdown()

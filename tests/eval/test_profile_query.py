@@ -147,11 +147,12 @@ async def test_fastrp_inline_variant_scores_fastrp_on_the_querys_thread_with_the
             fastrp_found.append((path, question_now[0], perspectives["fastrp"][0]))
         return original_fuse(perspectives, method)
 
+    fastrp_top = expand.fastrp_top
+
     def scored_on(cache, *args):  # the beside path's scoring, recorded with its thread
-        threads.append(("beside", threading.current_thread().name))
+        threads.append(threading.current_thread().name)
         return fastrp_top(cache, *args)
 
-    fastrp_top = expand.fastrp_top
     monkeypatch.setattr(pq, "_rank_with_mode", recording)
     monkeypatch.setattr(expand, "fuse_ranked", fuse)
     monkeypatch.setattr(expand, "fastrp_top", scored_on)
@@ -164,7 +165,7 @@ async def test_fastrp_inline_variant_scores_fastrp_on_the_querys_thread_with_the
     finally:
         await rag.finalize_storages()
     # prism's own queries (and the warm-up's) went through FastRP's thread, the inline variant's never did
-    assert threads and all(name.startswith("prism-fastrp") for _, name in threads)
+    assert threads and all(name.startswith("prism-fastrp") for name in threads)
     assert len(threads) == sum(1 for path, _, _ in fastrp_found if path == "beside")
     beside_found = {q: nodes for path, q, nodes in fastrp_found if path == "beside"}
     inline_found = {q: nodes for path, q, nodes in fastrp_found if path == "inline"}

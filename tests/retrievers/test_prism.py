@@ -143,7 +143,7 @@ async def test_entity_similarities_use_vectors_by_id(rag, monkeypatch):
     assert snap.node_ids[int(np.argmax(sig.ent_sim.values()))] == "Alice Vance"
 
 
-async def test_fastrp_is_cached_and_updated_incrementally_when_the_graph_grows(rag):
+async def test_fastrp_is_cached_and_updated_incrementally_when_the_graph_grows(rag, monkeypatch):
     await rag.aquery_data(QUERY, qp("prism"))
     first = await rag.graph_snapshot()
     assert prism_expand.FASTRP_KEY in first.derived and not first.derived[prism_expand.FASTRP_KEY].incremental
@@ -189,11 +189,8 @@ async def test_fastrp_is_cached_and_updated_incrementally_when_the_graph_grows(r
         threads.append(threading.current_thread().name)
         return score_here(*args)
 
-    prism_expand.fastrp_top = recorded
-    try:
-        found, found_scores = prism_expand.start_fastrp(third, second, seeds, weights, 3).result()
-    finally:
-        prism_expand.fastrp_top = score_here
+    monkeypatch.setattr(prism_expand, "fastrp_top", recorded)
+    found, found_scores = prism_expand.start_fastrp(third, second, seeds, weights, 3).result()
     expected, expected_scores = prism_expand.top_non_seed(scores, seeds, 3)
     assert found.tolist() == expected.tolist() and len(found) and np.allclose(found_scores, expected_scores)
     assert len(threads) == 1 and threads[0].startswith("prism-fastrp")
