@@ -7,6 +7,7 @@
     python benchmarks/profile_query.py --working-dir DIR --versus-own DIR3 --set musique   # pooled/own, paired
     python benchmarks/profile_query.py --working-dir DIR --set musique --unpinned        # pinned tokens, paired
     python benchmarks/profile_query.py --working-dir DIR --set musique --fastrp-inline   # FastRP's thread, paired
+    python benchmarks/profile_query.py --working-dir DIR --versus-own DIR3 --set musique --fine  # its parts
 
 The pooled index is ``bench_pooled.py``'s (the same ``--working-dir``; built there if missing, about 20 minutes);
 ``--own-index DIR`` opens the set's own index as ``bench_pooled.py --single-sets DIR`` does. Each question is asked
@@ -22,8 +23,11 @@ tokenizer thread while the query waits for it, so it adds to the query's time. `
 but ``naive``, ``<mode>~unpinned``: the same mode with the tokenizer's pinned description tokens set aside for the
 query (``OfflineTokenizer.pin_descriptions``), in the same rotation. ``--fastrp-inline`` adds ``prism~fastrp-inline``:
 ``prism`` with FastRP scored on the query's own thread by OpenBLAS's matrix-vector product over a column-major copy
-of the embedding (stop 61's code), against its own thread beside multi-hop and the PPR (``prism``). Writes ``--out``
-(JSON) if given.
+of the embedding (stop 61's code), against its own thread beside multi-hop and the PPR (``prism``). ``--fine`` adds
+the retriever's smaller parts (:data:`FINE_STAGES`): linking, the dense passage scores, the PPR's per-query weights
+and CG solve, the top nodes, fusion, the multi-hop paths, the items; and "rest of the retriever", what is left of
+the retriever once its parts on the query's path are taken out. Every run also prints each mode's p95 of the whole
+query. Writes ``--out`` (JSON) if given.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ import json
 import logging
 import statistics
 import sys
+import threading
 import time
 from collections import defaultdict
 from concurrent.futures import Future
@@ -53,9 +58,12 @@ from bench_pooled import pooled_dataset  # noqa: E402
 
 from lightrag_prism.eval.bench import (  # noqa: E402
     _rank_with_mode, forget_query_caches, open_index, passage_lookup)
+from lightrag_prism.retrievers.prism.expand import FASTRP_THREAD  # noqa: E402
 
 EMBED, TOKENIZER = "embedding the question", "tokenizer (LightRAG's counts)"
 RETRIEVER = "retriever (without the embedding)"
+PPR = "  PPR over entities and passages"
+FASTRP = "  FastRP (its own thread)"
 # (label, module, attribute): the attribute is looked up when the stage runs, so the module's own calls go through
 # the timer. Stages inside the retriever are part of its time.
 STAGES = (
@@ -64,12 +72,27 @@ STAGES = (
     (RETRIEVER, "lightrag_prism.retrievers.hipporag", "retrieve"),
     ("  fact scan", "lightrag_prism.retrievers.hipporag.index", "IndexRows.scores"),
     ("  multi-hop", "lightrag_prism.retrievers.prism.expand", "multihop_expand"),
-    ("  FastRP (its own thread)", "lightrag_prism.retrievers.prism.expand", "fastrp_top"),
-    ("  PPR over entities and passages", "lightrag_prism.retrievers.passage_rank", "passage_ppr"),
-    ("  PPR over entities and passages", "lightrag_prism.retrievers.hipporag.mode", "rank_passages"),
+    (FASTRP, "lightrag_prism.retrievers.prism.expand", "fastrp_top"),
+    (PPR, "lightrag_prism.retrievers.passage_rank", "passage_ppr"),
+    (PPR, "lightrag_prism.retrievers.hipporag.mode", "rank_passages"),
     ("  expanded items", "lightrag_prism.retrievers.prism.mode", "_expanded_items"),
     (TOKENIZER, "lightrag_prism.backends.tokenizer", "OfflineTokenizer.encode"),
 )
+# --fine: parts of the stages above, labelled by depth (two spaces: a part of the retriever, four: a part of the
+# part above). Timed on the query's path only: the FastRP thread's own top nodes are in FastRP's time.
+FINE_STAGES = (
+    ("  linking (facts and names)", "lightrag_prism.retrievers.prism.mode", "_linked_seeds"),
+    ("  dense passage scores", "lightrag_prism.retrievers.hipporag.graph", "HippoGraph.dense_scores"),
+    ("    per-query weights", "lightrag_prism.retrievers.passage_rank", "PassageGraph.weighted"),
+    ("    CG solve", "lightrag_prism.graph.ppr_cg", "solve"),
+    ("  top nodes", "lightrag_prism.retrievers.prism.expand", "top_non_seed"),
+    ("  fusion", "lightrag_prism.retrievers.prism.expand", "fuse_ranked"),
+    ("  multi-hop paths", "lightrag_prism.retrievers.prism.expand", "path_to_seed"),
+    ("  seed and fact items", "lightrag_prism.retrievers.prism.mode", "_linked_items"),
+    ("  ranked chunks", "lightrag_prism.retrievers.prism.mode", "_ranked_chunks"),
+)
+FINE_LABELS = frozenset(label for label, _, _ in FINE_STAGES)
+RETRIEVER_REST = "  rest of the retriever"
 REST = "LightRAG context and the rest"
 MODES = ("naive", "prism", "hipporag")
 
@@ -77,7 +100,9 @@ MODES = ("naive", "prism", "hipporag")
 class StageTimes:
     """Seconds per stage label for the query running now (``start``), kept per mode."""
 
-    def __init__(self) -> None:
+    def __init__(self, fine: bool = False) -> None:
+        self.stages = STAGES + FINE_STAGES if fine else STAGES
+        self.fine = fine
         self.current: dict[str, float] = defaultdict(float)
         self.per_mode: dict[str, list[dict[str, float]]] = defaultdict(list)
 
@@ -88,6 +113,10 @@ class StageTimes:
         stages = dict(self.current)
         stages["whole query"] = total
         stages[REST] = total - sum(stages.get(k, 0.0) for k in (EMBED, RETRIEVER, TOKENIZER))
+        if self.fine and RETRIEVER in stages:
+            parts = (label for label, _, _ in self.stages if label.startswith("  ") and label[2] != " ")
+            stages[RETRIEVER_REST] = stages[RETRIEVER] - sum(stages.get(label, 0.0) for label in dict.fromkeys(parts)
+                                                             if label != FASTRP)
         self.per_mode[mode].append(stages)
 
     def timed(self, label: str, fn):
@@ -102,8 +131,12 @@ class StageTimes:
                     inner = self.current[EMBED] - embedding if label == RETRIEVER else 0.0
                     self.current[label] += time.perf_counter() - start - inner
         else:
+            query_path_only = label in FINE_LABELS
+
             @functools.wraps(fn)
             def wrapper(*args, **kwargs):
+                if query_path_only and threading.current_thread().name.startswith(FASTRP_THREAD):
+                    return fn(*args, **kwargs)
                 start = time.perf_counter()
                 try:
                     return fn(*args, **kwargs)
@@ -117,7 +150,7 @@ class StageTimes:
         moved), the originals put back after."""
         originals = []
         try:
-            for label, module_name, attribute in STAGES:
+            for label, module_name, attribute in self.stages:
                 owner = importlib.import_module(module_name)
                 *path, name = attribute.split(".")
                 for part in path:
@@ -137,6 +170,11 @@ class StageTimes:
             out[mode] = {label: round(1000 * statistics.median(q.get(label, 0.0) for q in queries), 2)
                          for label in labels}
         return out
+
+    def p95(self) -> dict[str, float]:
+        """Per mode: the p95 ms of the whole query (numpy's linear interpolation between ranks)."""
+        return {mode: round(1000 * float(np.percentile([q["whole query"] for q in queries], 95)), 2)
+                for mode, queries in self.per_mode.items()}
 
 
 async def profile(rag, dataset, modes: list[str], questions: int, times: StageTimes) -> None:
@@ -228,19 +266,38 @@ def ratios(medians: dict[str, dict[str, float]], modes: list[str], names: list[s
     return out
 
 
-def table(medians: dict[str, dict[str, float]], modes: list[str]) -> str:
-    labels = [label for label, _, _ in STAGES] + [REST, "whole query"]
+def table(medians: dict[str, dict[str, float]], modes: list[str], stages=STAGES) -> str:
     rows = ["| stage (median ms per query) | " + " | ".join(modes) + " |", "|---" * (len(modes) + 1) + "|"]
-    for label in dict.fromkeys(labels):
+    for label in _display_order(stages):
         cells = [medians[m].get(label) for m in modes]
         if any(cells):
-            name = f"- {label.strip()}" if label.startswith("  ") else label  # a stage inside the retriever
+            depth = (len(label) - len(label.lstrip(" "))) // 2  # a stage inside the retriever, a part of one
+            name = "- " * depth + label.strip()
             rows.append(f"| {name} | " + " | ".join("-" if c is None else f"{c:.1f}" for c in cells) + " |")
     if "naive" in modes:
         base = medians["naive"]["whole query"]
         rows.append("| whole query / naive's | " + " | ".join(f"{medians[m]['whole query'] / base:.2f}x"
                                                              for m in modes) + " |")
     return "\n".join(rows)
+
+
+def _display_order(stages) -> list[str]:
+    """The table's rows: the retriever's parts after it (the four-space parts after the PPR, whose function calls
+    them; the rest of the retriever last among them when ``--fine`` parts are timed), then the tokenizer and the
+    rest."""
+    labels = [label for label in dict.fromkeys(label for label, _, _ in stages) if label != TOKENIZER]
+    fine = not FINE_LABELS.isdisjoint(labels)
+    order = []
+    for label in labels:
+        if not label.startswith("    "):
+            order.append(label)
+        if label == PPR:
+            order.extend(part for part in labels if part.startswith("    "))
+    return order + ([RETRIEVER_REST] if fine else []) + [TOKENIZER, REST, "whole query"]
+
+
+def _p95_line(p95: dict[str, float], keys: list[str]) -> str:
+    return "p95 whole query (ms): " + ", ".join(f"{key} {p95[key]:.1f}" for key in keys if key in p95)
 
 
 async def run(args) -> dict:
@@ -259,7 +316,7 @@ async def run(args) -> dict:
     else:
         where, data = pooled_where, pooled
     rag = await open_index(data, where, text_only=True)
-    times = StageTimes()
+    times = StageTimes(fine=args.fine)
     try:
         with times.installed():
             await profile(rag, dataset, modes, args.questions, times)
@@ -267,8 +324,9 @@ async def run(args) -> dict:
         await rag.finalize_storages()
     medians = times.medians()
     report = {"index": str(where), "set": args.set, "questions": min(args.questions, len(dataset.questions)),
-              "stages_ms": medians}
-    print(f"{args.set}, {report['questions']} questions, index {where}\n" + table(medians, modes))
+              "stages_ms": medians, "p95_ms": times.p95()}
+    print(f"{args.set}, {report['questions']} questions, index {where}\n" + table(medians, modes, times.stages)
+          + "\n" + _p95_line(report["p95_ms"], modes))
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=2))
     return report
@@ -277,7 +335,7 @@ async def run(args) -> dict:
 async def run_versus_own(args, dataset, modes: list[str], pooled, pooled_where: Path) -> dict:
     own_where = Path(args.versus_own) / f"{dataset.name}-{len(dataset.passages)}-text"
     rags = {"pooled": await open_index(pooled, pooled_where, text_only=True)}
-    times = StageTimes()
+    times = StageTimes(fine=args.fine)
     try:
         rags["own"] = await open_index(dataset, own_where, text_only=True)
         with times.installed():
@@ -288,10 +346,11 @@ async def run_versus_own(args, dataset, modes: list[str], pooled, pooled_where: 
     medians = times.medians()
     report = {"index": str(pooled_where), "own_index": str(own_where), "set": args.set,
               "questions": min(args.questions, len(dataset.questions)), "stages_ms": medians,
-              "ratios": ratios(medians, modes, ["pooled", "own"])}
+              "p95_ms": times.p95(), "ratios": ratios(medians, modes, ["pooled", "own"])}
     columns = [f"{mode} {name}" for name in ("pooled", "own") for mode in modes]
     print(f"{args.set}, {report['questions']} questions, {pooled_where} and {own_where}, paired\n"
-          + table(medians, columns) + "\n" + "\n".join(f"{k}: {v:.2f}x" for k, v in report["ratios"].items()))
+          + table(medians, columns, times.stages) + "\n" + _p95_line(report["p95_ms"], columns) + "\n"
+          + "\n".join(f"{k}: {v:.2f}x" for k, v in report["ratios"].items()))
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=2))
     return report
@@ -310,6 +369,8 @@ def main() -> None:
                                                                  "tokenizer's pinned description tokens, paired")
     parser.add_argument("--fastrp-inline", action="store_true", help="also time prism with FastRP scored on the "
                         "query's own thread (stop 61's code), paired")
+    parser.add_argument("--fine", action="store_true", help="also time the retriever's smaller parts (linking, "
+                        "the PPR's weights and solve, top nodes, fusion, paths, items)")
     parser.add_argument("--out", help="write the medians as JSON here")
     args = parser.parse_args()
     logging.getLogger("lightrag").setLevel(logging.WARNING)

@@ -172,3 +172,58 @@ async def test_fastrp_inline_variant_scores_fastrp_on_the_querys_thread_with_the
     assert len(inline_found) == 2 and all(inline_found.values())
     assert inline_found == {q: beside_found[q] for q in inline_found}
     assert {key: len(queries) for key, queries in times.per_mode.items()} == {"prism": 2, "prism~fastrp-inline": 2}
+
+
+async def test_fine_parts_fall_inside_their_stages_and_the_rest_is_what_they_leave(tmp_path):
+    """--fine: the retriever's parts are timed inside it, the PPR's weights and solve inside the PPR; the rest of
+    the retriever is the retriever minus its parts on the query's path; the table puts parts under their stage."""
+    from lightrag_prism.retrievers.passage_rank import PassageGraph
+
+    pq = _profiler()
+    original_weighted = PassageGraph.weighted
+    rag = await make_rag(tmp_path)
+    times = pq.StageTimes(fine=True)
+    try:
+        with times.installed():
+            assert PassageGraph.weighted is not original_weighted
+            await pq.profile(rag, _toy_dataset(), ["naive", "prism", "hipporag"], 2, times)
+    finally:
+        await rag.finalize_storages()
+    assert PassageGraph.weighted is original_weighted
+
+    parts = [label for label, _, _ in pq.FINE_STAGES if not label.startswith("    ")]
+    for stages in times.per_mode["prism"]:
+        for label in ("  linking (facts and names)", "  dense passage scores", "    per-query weights",
+                      "    CG solve", "  top nodes", "  fusion", "  seed and fact items", "  ranked chunks"):
+            assert stages[label] > 0, label
+        assert stages[pq.PPR] >= stages["    per-query weights"] + stages["    CG solve"]
+        on_path = sum(stages.get(label, 0.0) for label in parts + ["  fact scan", "  multi-hop", pq.PPR,
+                                                                   "  expanded items"])
+        assert stages[pq.RETRIEVER_REST] == pytest.approx(stages[pq.RETRIEVER] - on_path)
+        assert stages[pq.RETRIEVER_REST] >= 0
+    for stages in times.per_mode["hipporag"]:  # its PPR solves through the same CG
+        assert stages[pq.PPR] >= stages["    CG solve"] > 0 and "    per-query weights" not in stages
+    assert all(pq.RETRIEVER_REST not in stages for stages in times.per_mode["naive"])
+
+    p95 = times.p95()
+    for mode, queries in times.per_mode.items():
+        whole = sorted(q["whole query"] for q in queries)
+        assert whole[0] * 1000 - 0.01 <= p95[mode] <= whole[-1] * 1000 + 0.01
+    rows = [row.split(" | ")[0] for row in pq.table(times.medians(), ["naive", "prism"], times.stages).splitlines()]
+    ppr = rows.index("| - PPR over entities and passages")
+    assert rows[ppr + 1:ppr + 3] == ["| - - per-query weights", "| - - CG solve"]
+    assert rows.index("| - rest of the retriever") == rows.index("| tokenizer (LightRAG's counts)") - 1
+
+
+async def test_fine_parts_leave_out_the_fastrp_threads_own_calls():
+    """The top nodes FastRP's thread takes are FastRP's time, not a part of the query's path."""
+    pq = _profiler()
+    times = pq.StageTimes(fine=True)
+    times.start()
+    timed = times.timed("  top nodes", lambda: sum(range(20000)))
+    worker = threading.Thread(target=timed, name="prism-fastrp_0")
+    worker.start()
+    worker.join()
+    assert "  top nodes" not in times.current
+    timed()
+    assert times.current["  top nodes"] > 0

@@ -374,7 +374,7 @@ async def test_prism_returns_at_most_top_k_entities_and_relations_seeds_and_fact
     assert chunk_ids(narrow) == chunk_ids(wide)  # passages are ranked by the walk, not by the items kept
 
 
-def test_fastrp_thread_runs_tasks_in_a_child_forked_after_it_ran():
+async def test_fastrp_thread_runs_tasks_in_a_child_forked_after_it_ran():
     """A server that forks its workers after a query: the child gets a FastRP thread of its own, not a dead copy."""
     assert prism_expand._BESIDE.submit(threading.current_thread).result() is not threading.current_thread()
     pid = os.fork()

@@ -42,10 +42,11 @@ from ...vectors import entity_and_relation_matrices, entity_matrix
 
 
 FASTRP_KEY = "prism_fastrp"
+FASTRP_THREAD = "prism-fastrp"  # the name (prefix) of FastRP's thread
 
 
 def _fastrp_thread() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="prism-fastrp")
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix=FASTRP_THREAD)
 
 
 def _renew_fastrp_thread() -> None:
