@@ -5,6 +5,12 @@
 very sparse random projection (Achlioptas / Li et al.: entries ``+-sqrt(s)`` with probability
 ``1/(2s)`` each, 0 otherwise; ``s = sqrt(dim)`` by default, so E[R_ij^2] = 1).
 
+The ``diag(deg^r)`` factor is PrismRAG's formula (``X = sum_k w_k D^r S^k R``). It scales whole rows, so the row
+normalisation that cosine similarity needs cancels it: ``r`` changes no embedding row of a node with an edge (tested).
+FastRP as published (Chen et al. 2019) puts the degree factor between the graph and R (``P L R``, ``L = diag(deg^r)``
+up to a constant), which does not cancel. Moving the factor there would change every FastRP score, so it needs the
+retrieval bench first.
+
 Self loops: NOT added. PrismRAG uses ``A + I`` with ``w_0 = 1``, so every embedding carries its own
 random row R_v (and, through the lazy walk, again in every S^k): structurally identical nodes get
 different vectors, which is noise for a structural-similarity signal. We follow Neo4j's FastRP

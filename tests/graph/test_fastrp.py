@@ -145,3 +145,12 @@ def test_embedding_is_row_major_after_a_build_and_after_updates_and_scores_like_
         exact = state.embedding.astype(np.float64)
         reference = exact @ (weights @ exact[seeds] / weights.sum())
         np.testing.assert_allclose(fastrp_similarity(state.embedding, seeds, weights), reference, atol=1e-6)
+
+
+def test_the_normalization_strength_cancels_in_the_row_normalised_embedding():
+    """``diag(deg^r)`` scales whole rows (PrismRAG's formula), so the unit rows do not depend on ``r``: the module
+    docstring says so, and a change that moves the factor must change this test."""
+    a = to_csr(weighted_graph("ba", 120, 7, n_isolated=2))
+    flat = fastrp_embeddings(a, dim=32, normalization_strength=0.0)
+    for r in (-0.5, -0.1, 0.7):
+        np.testing.assert_allclose(fastrp_embeddings(a, dim=32, normalization_strength=r), flat, atol=1e-6)
