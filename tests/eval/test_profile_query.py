@@ -41,18 +41,24 @@ def _toy_dataset() -> Dataset:
     return Dataset(name="toy", passages=passages, questions=questions)
 
 
+async def _profile_all_modes(pq, rag, times, timer_in_place) -> None:
+    """Two toy questions to naive, prism and hipporag with the timers installed (``timer_in_place()`` checked inside);
+    the rag is finalized after."""
+    try:
+        with times.installed():
+            assert timer_in_place()
+            await pq.profile(rag, _toy_dataset(), ["naive", "prism", "hipporag"], 2, times)
+    finally:
+        await rag.finalize_storages()
+
+
 async def test_stage_timers_account_for_each_query_and_are_removed_after(tmp_path):
     pq = _profiler()
     original_ppr = passage_rank.passage_ppr
     rag = await make_rag(tmp_path, embedding_func=EmbeddingFunc(embedding_dim=DIM, max_token_size=8192,
                                                                 func=_slow_embed, model_name="hash-bow-slow"))
     times = pq.StageTimes()
-    try:
-        with times.installed():
-            assert passage_rank.passage_ppr is not original_ppr
-            await pq.profile(rag, _toy_dataset(), ["naive", "prism", "hipporag"], 2, times)
-    finally:
-        await rag.finalize_storages()
+    await _profile_all_modes(pq, rag, times, lambda: passage_rank.passage_ppr is not original_ppr)
     assert passage_rank.passage_ppr is original_ppr  # the run leaves no timer behind
 
     assert {mode: len(queries) for mode, queries in times.per_mode.items()} == {"naive": 2, "prism": 2,
@@ -183,12 +189,7 @@ async def test_fine_parts_fall_inside_their_stages_and_the_rest_is_what_they_lea
     original_weighted = PassageGraph.weighted
     rag = await make_rag(tmp_path)
     times = pq.StageTimes(fine=True)
-    try:
-        with times.installed():
-            assert PassageGraph.weighted is not original_weighted
-            await pq.profile(rag, _toy_dataset(), ["naive", "prism", "hipporag"], 2, times)
-    finally:
-        await rag.finalize_storages()
+    await _profile_all_modes(pq, rag, times, lambda: PassageGraph.weighted is not original_weighted)
     assert PassageGraph.weighted is original_weighted
 
     parts = [label for label, _, _ in pq.FINE_STAGES if not label.startswith("    ")]
