@@ -79,7 +79,7 @@ STAGES = (
     (TOKENIZER, "lightrag_prism.backends.tokenizer", "OfflineTokenizer.encode"),
 )
 # --fine: parts of the stages above, labelled by depth (two spaces: a part of the retriever, four: a part of the
-# part above). Timed on the query's path only: the FastRP thread's own top nodes are in FastRP's time.
+# part above).
 FINE_STAGES = (
     ("  linking (facts and names)", "lightrag_prism.retrievers.prism.mode", "_linked_seeds"),
     ("  dense passage scores", "lightrag_prism.retrievers.hipporag.graph", "HippoGraph.dense_scores"),
@@ -102,7 +102,10 @@ class StageTimes:
 
     def __init__(self, fine: bool = False) -> None:
         self.stages = STAGES + FINE_STAGES if fine else STAGES
-        self.fine = fine
+        # with --fine: the retriever's parts on the query's path, whose sum "rest of the retriever" leaves out
+        self.retriever_parts = list(dict.fromkeys(
+            label for label, _, _ in self.stages if label.startswith("  ") and label[2] != " " and label != FASTRP
+        )) if fine else None
         self.current: dict[str, float] = defaultdict(float)
         self.per_mode: dict[str, list[dict[str, float]]] = defaultdict(list)
 
@@ -113,10 +116,8 @@ class StageTimes:
         stages = dict(self.current)
         stages["whole query"] = total
         stages[REST] = total - sum(stages.get(k, 0.0) for k in (EMBED, RETRIEVER, TOKENIZER))
-        if self.fine and RETRIEVER in stages:
-            parts = (label for label, _, _ in self.stages if label.startswith("  ") and label[2] != " ")
-            stages[RETRIEVER_REST] = stages[RETRIEVER] - sum(stages.get(label, 0.0) for label in dict.fromkeys(parts)
-                                                             if label != FASTRP)
+        if self.retriever_parts is not None and RETRIEVER in stages:
+            stages[RETRIEVER_REST] = stages[RETRIEVER] - sum(stages.get(label, 0.0) for label in self.retriever_parts)
         self.per_mode[mode].append(stages)
 
     def timed(self, label: str, fn):
@@ -131,7 +132,7 @@ class StageTimes:
                     inner = self.current[EMBED] - embedding if label == RETRIEVER else 0.0
                     self.current[label] += time.perf_counter() - start - inner
         else:
-            query_path_only = label in FINE_LABELS
+            query_path_only = label != FASTRP  # the FastRP thread's own calls (its top nodes) are FastRP's time
 
             @functools.wraps(fn)
             def wrapper(*args, **kwargs):
