@@ -65,9 +65,9 @@ async def cmd_index(args) -> None:
     check_working_dir(args.working_dir, for_query=False)
     collected = collect_documents(args.paths)
     for refused in collected.refused:
-        print(f"skipped {refused} (supported: {' '.join(SUPPORTED_SUFFIXES)})", file=sys.stderr)
+        print(f"skipped {refused}", file=sys.stderr)
     if not collected.documents:
-        raise CLIError(f"Nothing to index: no non-empty {'/'.join(SUPPORTED_SUFFIXES)} files in "
+        raise CLIError(f"Nothing to index: no {'/'.join(SUPPORTED_SUFFIXES)} file with text in "
                        f"{', '.join(args.paths)}")
     Path(args.working_dir).mkdir(parents=True, exist_ok=True)
     rag = make_rag(args.working_dir)

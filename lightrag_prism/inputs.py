@@ -7,7 +7,8 @@
 * ``.pdf`` (pypdf: the text layer of every page) and ``.docx`` (python-docx: paragraphs, tables as HTML), with
   the ``documents`` extra; without it they are refused with the install command;
 * any other type is refused by name, whether named directly or found in a folder (a folder's refused files are
-  reported, the rest indexed).
+  reported, the rest indexed);
+* a file with no text (empty, markup only, a scanned PDF without a text layer) is reported as skipped, with why.
 
 LightRAG stores a document's source as its file *name* and refuses a second document with a name it already holds
 (a "duplicate"), so :func:`source_names` gives files that share a name distinct ones (``a/notes.txt`` and
@@ -35,7 +36,7 @@ class InputError(Exception):
 @dataclass
 class Collected:
     documents: list[tuple[Path, str]] = field(default_factory=list)  # (file, its text)
-    refused: list[str] = field(default_factory=list)  # "name: why", files of folders that were skipped
+    refused: list[str] = field(default_factory=list)  # "file: why" of each file skipped
 
 
 def html_to_text(html: str) -> str:
@@ -113,7 +114,8 @@ def read_document(path: Path) -> str:
 
 
 def collect_documents(paths: list[str]) -> Collected:
-    """The non-empty documents under ``paths`` (files, folders recursively), read once."""
+    """The documents with text under ``paths`` (files, folders recursively), read once; the files of an
+    unsupported type in a folder, and the files without text, in ``refused``."""
     collected = Collected()
     for raw in paths:
         path = Path(raw)
@@ -122,7 +124,8 @@ def collect_documents(paths: list[str]) -> Collected:
         if path.is_dir():
             for file in sorted(p for p in path.rglob("*") if p.is_file()):
                 if file.suffix.lower() not in SUPPORTED_SUFFIXES:
-                    collected.refused.append(f"{file}: unsupported file type")
+                    collected.refused.append(f"{file}: unsupported file type {file.suffix.lower() or '(none)'!r} "
+                                             f"(supported: {' '.join(SUPPORTED_SUFFIXES)})")
                     continue
                 _add(collected, file)
         else:
@@ -134,6 +137,17 @@ def _add(collected: Collected, file: Path) -> None:
     text = read_document(file)
     if text.strip():
         collected.documents.append((file, text))
+    else:  # said, not dropped in silence: a folder of scanned PDFs would otherwise index as "0 file(s)"
+        collected.refused.append(f"{file}: {_no_text_reason(file)}")
+
+
+def _no_text_reason(file: Path) -> str:
+    suffix = file.suffix.lower()
+    if suffix == ".pdf":
+        return "no text layer (a scanned PDF needs OCR first, e.g. ocrmypdf)"
+    if suffix in HTML_SUFFIXES:
+        return "no text outside scripts, styles and markup"
+    return "no text (empty file)"
 
 
 SOURCE_SEPARATOR = "__"

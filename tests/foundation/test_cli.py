@@ -28,7 +28,8 @@ def test_index_reports_a_missing_path(capsys, tmp_path):
 def test_index_reports_empty_input(capsys, tmp_path):
     (tmp_path / "empty.txt").write_text("   \n")
     assert main(["index", str(tmp_path), "--working-dir", str(tmp_path / "w")]) == 2
-    assert "Nothing to index" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "empty.txt: no text (empty file)" in err and "Nothing to index" in err
 
 
 def test_query_reports_a_missing_working_dir(capsys, tmp_path):
@@ -114,6 +115,22 @@ def test_unsupported_types_are_refused_by_name(capsys, tmp_path, endpoint_env):
     assert main(["index", str(docs), "--working-dir", str(tmp_path / "w"), "--quiet"]) == 0
     out = capsys.readouterr()
     assert "skipped" in out.err and "image.png" in out.err and "Indexed 1 file(s)" in out.out
+
+
+def test_files_without_text_are_reported_as_skipped_and_the_rest_indexed(capsys, tmp_path, endpoint_env):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "ilves.txt").write_text("Oskar Ilves repairs clocks in Tartu.")
+    (docs / "blank.md").write_text("\n \n")
+    (docs / "shell.html").write_text("<html><head><title>t</title></head><body><script>x()</script></body></html>")
+    (docs / "scan.pdf").write_bytes(minimal_pdf([]))  # a page without a text layer, as a scanner makes
+    assert main(["index", str(docs), "--working-dir", str(tmp_path / "w"), "--quiet"]) == 0
+    out = capsys.readouterr()
+    skipped = sorted(line for line in out.err.splitlines() if line.startswith("skipped "))
+    assert skipped == [f"skipped {docs / 'blank.md'}: no text (empty file)",
+                       f"skipped {docs / 'scan.pdf'}: no text layer (a scanned PDF needs OCR first, e.g. ocrmypdf)",
+                       f"skipped {docs / 'shell.html'}: no text outside scripts, styles and markup"], out.err
+    assert "Indexed 1 file(s)" in out.out
 
 
 def test_working_dir_errors_say_what_is_wrong(capsys, tmp_path):
