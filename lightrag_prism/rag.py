@@ -81,6 +81,8 @@ LLM_FAILED_NOTE = ("[lightrag_prism] The LLM failed ({reason}), so no answer was
 
 def validated_query(query: str, param: QueryParam) -> tuple[str, PrismQueryParam]:
     """LightRAG's query checks (empty, too short for retrieval) and the mode check, before any other work."""
+    if not isinstance(query, str):  # LightRAG's check fails on it with "'NoneType' object has no attribute 'strip'"
+        raise TypeError(f"query must be a str, got {type(query).__name__}")
     query = validate_query_not_empty(query)
     if param.mode != "bypass":
         query = validate_rag_query(query)

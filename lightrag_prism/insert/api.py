@@ -162,6 +162,21 @@ async def compact_journals(rag) -> None:
         journal.unregister(state.file_name)
 
 
+def insert_documents(input) -> list[str]:
+    """The documents of an ``ainsert`` call: one str, or an iterable of str (materialised once, so a generator
+    works). Anything else is one TypeError naming it, before any storage is touched (LightRAG's own failed deep in its
+    pipeline: "'NoneType' object is not iterable")."""
+    if isinstance(input, str):
+        return [input]
+    if isinstance(input, (bytes, bytearray)) or not hasattr(input, "__iter__"):
+        raise TypeError(f"ainsert takes a str or a list of str, got {type(input).__name__}")
+    docs = list(input)
+    for index, doc in enumerate(docs):
+        if not isinstance(doc, str):
+            raise TypeError(f"ainsert: document {index} is {type(doc).__name__}, not str")
+    return docs
+
+
 class InsertFeaturesMixin:
     last_merge_report: dict[str, Any] | None = None
 
@@ -194,15 +209,15 @@ class InsertFeaturesMixin:
                       file_paths=None, track_id=None, *, timestamps=None, agentic_merging: bool = False,
                       agentic_merging_threshold: float = 0.8) -> str:
         """LightRAG's ``ainsert`` plus per-document ``timestamps`` and agentic merging of the new entities."""
-        docs = [input] if isinstance(input, str) else list(input)
+        docs = insert_documents(input)
         stamps = validate_timestamps(timestamps, len(docs)) if timestamps is not None else None
         threshold = _check_threshold(agentic_merging_threshold) if agentic_merging else None
         if stamps:
             await save_doc_timestamps(self, {content_key(doc): ts for doc, ts in zip(docs, stamps)})
         graph = self.chunk_entity_relation_graph
         before = set(await graph.get_all_labels()) if agentic_merging else set()
-        track = await super().ainsert(input, split_by_character, split_by_character_only, ids, file_paths,
-                                      track_id)
+        track = await super().ainsert(input if isinstance(input, str) else docs, split_by_character,
+                                      split_by_character_only, ids, file_paths, track_id)
         if agentic_merging:
             new = sorted(set(await graph.get_all_labels()) - before)
             self.last_merge_report = await agentic_merge(self, new, threshold)

@@ -54,6 +54,23 @@ async def test_unknown_mode_raises_value_error_naming_valid_modes(scripted_serve
     await rag.finalize_storages()
 
 
+@pytest.mark.asyncio
+async def test_inputs_of_the_wrong_type_fail_with_one_type_error_naming_them(scripted_server, tmp_path):
+    rag = PrismRAG(**lightrag_kwargs(scripted_server, tmp_path))
+    await rag.initialize_storages()
+    for bad, named in ((None, "got NoneType"), (5, "got int"), (b"bytes", "got bytes"),
+                       (["fine text", None], "document 1 is NoneType")):
+        with pytest.raises(TypeError, match=named):
+            await rag.ainsert(bad)
+    assert sum((await rag.doc_status.get_status_counts()).values()) == 0  # refused before anything was queued
+    for call in (rag.aquery, rag.aquery_data):
+        with pytest.raises(TypeError, match="query must be a str, got NoneType"):
+            await call(None, QueryParam(mode="prism"))
+    await rag.ainsert(doc for doc in DOCS[:2])  # any iterable of str, materialised once
+    assert (await rag.doc_status.get_status_counts())["processed"] == 2
+    await rag.finalize_storages()
+
+
 @pytest.fixture
 def echo_mode(monkeypatch):
     """Register a test mode that echoes subclass fields it receives into the result metadata."""
