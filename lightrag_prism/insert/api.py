@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
@@ -164,11 +165,11 @@ async def compact_journals(rag) -> None:
 
 def insert_documents(input) -> list[str]:
     """The documents of an ``ainsert`` call: one str, or an iterable of str (materialised once, so a generator
-    works). Anything else is one TypeError naming it, before any storage is touched (LightRAG's own failed deep in its
-    pipeline: "'NoneType' object is not iterable")."""
+    works). Anything else is one TypeError naming it, before any storage is touched (LightRAG's own check failed
+    deep in its pipeline: "'NoneType' object is not iterable"). A mapping is refused: its keys are not documents."""
     if isinstance(input, str):
         return [input]
-    if isinstance(input, (bytes, bytearray)) or not hasattr(input, "__iter__"):
+    if isinstance(input, (bytes, bytearray, Mapping)) or not hasattr(input, "__iter__"):
         raise TypeError(f"ainsert takes a str or a list of str, got {type(input).__name__}")
     docs = list(input)
     for index, doc in enumerate(docs):

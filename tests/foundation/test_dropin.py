@@ -58,7 +58,7 @@ async def test_unknown_mode_raises_value_error_naming_valid_modes(scripted_serve
 async def test_inputs_of_the_wrong_type_fail_with_one_type_error_naming_them(scripted_server, tmp_path):
     rag = PrismRAG(**lightrag_kwargs(scripted_server, tmp_path))
     await rag.initialize_storages()
-    for bad, named in ((None, "got NoneType"), (5, "got int"), (b"bytes", "got bytes"),
+    for bad, named in ((None, "got NoneType"), (5, "got int"), (b"bytes", "got bytes"), ({"k": "v"}, "got dict"),
                        (["fine text", None], "document 1 is NoneType")):
         with pytest.raises(TypeError, match=named):
             await rag.ainsert(bad)
