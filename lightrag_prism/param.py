@@ -7,8 +7,12 @@ with PrismRAG's quick-start values, the stock KG modes leave them off (see :func
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+import typing
+from dataclasses import dataclass, field, fields
+from numbers import Integral, Real
 
+import numpy as np
 from lightrag import QueryParam
 
 STOCK_MODES = ("local", "global", "hybrid", "naive", "mix", "bypass")
@@ -87,12 +91,9 @@ class PrismQueryParam(QueryParam):
     return_top_k: int = 10
 
     def __post_init__(self) -> None:
+        check_field_types(self)
         if self.fusion_method not in FUSION_METHODS:
             raise ValueError(f"fusion_method must be one of {list(FUSION_METHODS)}, got {self.fusion_method!r}")
-        for name in ("max_hop", "top_neighbors", "top_ppr_nodes", "top_fastrp_nodes"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value < 0):
-                raise ValueError(f"{name} must be a non-negative integer or None, got {value!r}")
         for name in ("ppr_damping", "hipporag_damping"):
             value = getattr(self, name)
             if value is not None and not 0.0 < value < 1.0:
@@ -100,13 +101,8 @@ class PrismQueryParam(QueryParam):
         for name in ("ppr_edge_floor", "prism_expansion_weight", "prism_passage_weight", "prism_head_seed_weight",
                      "dense_head_novelty"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < float("inf"):
+            if value < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-        for name in ("prism_seed_facts", "prism_seed_phrases", "prism_dense_head"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
-                raise ValueError(f"{name} must be a non-negative integer, got {getattr(self, name)!r}")
-        if not isinstance(self.hipporag_dense_head, int) or self.hipporag_dense_head < 0:
-            raise ValueError(f"hipporag_dense_head must be a non-negative integer, got {self.hipporag_dense_head!r}")
         if self.seed_temperature <= 0:
             raise ValueError(f"seed_temperature must be > 0, got {self.seed_temperature!r}")
         if self.rerank_window_overlap >= self.rerank_window_size:
@@ -116,10 +112,50 @@ class PrismQueryParam(QueryParam):
         if isinstance(self.topic_entities, str):
             self.topic_entities = [self.topic_entities]
         for name in ("beam_top_n", "beam_width", "max_path_length"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+            if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
         if self.lookahead_alpha < 0:
             raise ValueError(f"lookahead_alpha must be >= 0, got {self.lookahead_alpha!r}")
+
+
+_SCALARS = {int: "a non-negative integer", float: "a finite number", bool: "True or False", str: "a string"}
+
+
+def _scalar_fields(cls) -> dict[str, tuple[type, bool]]:
+    """name -> (scalar type, None allowed) of each field annotated int, float, bool or str, optionally ``| None``;
+    lists, literals and callables are left to the code that reads them."""
+    out = {}
+    for f in fields(cls):
+        hint = typing.get_type_hints(cls)[f.name]
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        optional = len(args) == 1 and type(None) in typing.get_args(hint)
+        scalar = args[0] if optional else hint
+        if scalar in _SCALARS:
+            out[f.name] = (scalar, optional)
+    return out
+
+
+def check_field_types(param) -> None:
+    """One ``ValueError`` naming the field for a value of the wrong type (LightRAG's fields too: ``top_k="40"``
+    failed deep inside a query with "'>' not supported between instances of 'int' and 'str'"): integers are
+    counts (>= 0), floats finite, booleans True, False, 0 or 1; numpy scalars are accepted."""
+    for name, (scalar, optional) in _SCALAR_FIELDS.items():
+        value = getattr(param, name)
+        if value is None and optional:
+            continue
+        if scalar is int:
+            ok = isinstance(value, Integral) and not isinstance(value, bool) and value >= 0
+        elif scalar is float:
+            ok = isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
+        elif scalar is bool:  # LightRAG took any truthy value: 0 and 1 stay accepted
+            ok = isinstance(value, (bool, np.bool_)) or (isinstance(value, Integral) and value in (0, 1))
+        else:
+            ok = isinstance(value, scalar)
+        if not ok:
+            raise ValueError(f"{name} must be {_SCALARS[scalar]}{' or None' if optional else ''}, got {value!r}")
+
+
+_SCALAR_FIELDS = _scalar_fields(PrismQueryParam)
 
 
 def resolve_prism_knobs(param: QueryParam) -> dict[str, float]:

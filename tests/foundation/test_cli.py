@@ -37,6 +37,18 @@ def test_query_reports_a_missing_working_dir(capsys, tmp_path):
     assert "run `lightrag-prism index" in capsys.readouterr().err
 
 
+def test_query_names_a_knob_of_the_wrong_type(capsys, tmp_path, endpoint_env):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "varga.txt").write_text("Ilona Varga trains falcons in Eger.")
+    work = str(tmp_path / "w")
+    assert main(["index", str(docs), "--working-dir", work, "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["query", "Where does Ilona Varga train falcons?", "--working-dir", work, "top_k=abc"]) == 2
+    err = capsys.readouterr().err
+    assert "top_k must be a non-negative integer, got 'abc'" in err and "Traceback" not in err
+
+
 def test_query_rejects_an_unknown_mode(capsys, tmp_path):
     with pytest.raises(SystemExit):
         main(["query", "Who is Alice?", "--mode", "nope"])

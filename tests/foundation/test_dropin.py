@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from lightrag import LightRAG as StockLightRAG
 from lightrag import QueryParam as StockQueryParam
@@ -69,6 +71,32 @@ async def test_inputs_of_the_wrong_type_fail_with_one_type_error_naming_them(scr
     await rag.ainsert(doc for doc in DOCS[:2])  # any iterable of str, materialised once
     assert (await rag.doc_status.get_status_counts())["processed"] == 2
     await rag.finalize_storages()
+
+
+@pytest.mark.parametrize("field, value, says", [
+    ("top_k", "40", "top_k must be a non-negative integer, got '40'"),
+    ("chunk_top_k", -1, "chunk_top_k must be a non-negative integer, got -1"),
+    ("max_total_tokens", 3.5, "max_total_tokens must be a non-negative integer"),
+    ("top_k", True, "top_k must be a non-negative integer, got True"),
+    ("stream", "yes", "stream must be True or False"),
+    ("user_prompt", 5, "user_prompt must be a string or None"),
+    ("multi_hop_relevance_threshold", float("nan"), "multi_hop_relevance_threshold must be a finite number"),
+    ("linking_top_k", None, "linking_top_k must be a non-negative integer, got None"),
+    ("top_ppr_nodes", "5", "top_ppr_nodes must be a non-negative integer or None"),
+])
+def test_a_field_of_the_wrong_type_is_named_when_the_param_is_made(field, value, says):
+    with pytest.raises(ValueError, match=re.escape(says)):
+        QueryParam(mode="prism", **{field: value})
+
+
+def test_values_stock_lightrag_takes_are_still_taken():
+    import numpy as np
+
+    positional = ("mix", False, False, "Bullet Points", 1, np.int64(7), 0, 6000, 8000, 30000, ["k"], [], [], None,
+                  False, True)
+    param = QueryParam(*positional, ppr_damping=np.float32(0.5), multi_hop_relevance_threshold=-0.1,
+                       top_ppr_nodes=None)
+    assert (param.stream, param.top_k, param.chunk_top_k, param.include_references) == (1, 7, 0, True)
 
 
 @pytest.fixture
