@@ -16,7 +16,7 @@ from .backends import (
     openai_compatible_embedding,
     openai_compatible_llm,
 )
-from .errors import LLMCallError, LLMNotConfiguredError, StorageUnavailableError
+from .errors import EmbeddingDimensionError, LLMCallError, LLMNotConfiguredError, StorageUnavailableError
 from .param import PrismQueryParam
 from .quiet_logs import install as _install_quiet_logs
 from .quiet_logs import quiet_by_default as _quiet_by_default
@@ -28,7 +28,7 @@ QueryParam = PrismQueryParam
 
 __all__ = [
     "LightRAG", "QueryParam", "PrismRAG", "PrismQueryParam", "LLMCallError", "LLMNotConfiguredError",
-    "StorageUnavailableError",
+    "StorageUnavailableError", "EmbeddingDimensionError",
     "OfflineTokenizer", "embedding_from_env", "llm_from_env", "local_embedding_func", "openai_compatible_embedding",
     "openai_compatible_llm", "registered_modes", "valid_modes",
 ]

@@ -1,5 +1,6 @@
 """Errors raised by lightrag_prism, and how an exception is described in one line."""
 
+import re
 from typing import Iterator
 
 LLM_SETUP_HINT = (
@@ -42,6 +43,28 @@ class StorageUnavailableError(RuntimeError):
                          f"storage reconnects by itself when its server is back (its retries: "
                          f"POSTGRES_CONNECTION_RETRIES, REDIS_RETRY_ATTEMPTS).")
         self.storage, self.namespace, self.cause = storage, namespace, cause
+
+
+class EmbeddingDimensionError(ValueError):
+    """An index opened with an embedding function whose vectors have another dimension than the stored ones."""
+
+    def __init__(self, working_dir: str, stored: int, configured: int):
+        super().__init__(f"the index in {working_dir} holds {stored}-dimensional vectors, but this instance's "
+                         f"embedding function gives {configured}-dimensional ones: open it with the embedder it was "
+                         f"built with (the CLI: the same PRISM_EMBEDDING_MODEL and PRISM_EMBEDDING_DIM, or neither "
+                         f"for the local all-MiniLM-L6-v2), or index into a new working dir.")
+        self.working_dir, self.stored, self.configured = working_dir, stored, configured
+
+
+# nano-vectordb checks the stored vectors' dimension with a bare assert when LightRAG builds its vector storages
+_NANO_DIM_MISMATCH = re.compile(r"Embedding dim mismatch, expected: (?P<configured>\d+), but loaded: (?P<stored>\d+)")
+
+
+def embedding_dimension_error(exc: BaseException, working_dir: str) -> EmbeddingDimensionError | None:
+    """``exc`` as an :class:`EmbeddingDimensionError` when it is nano-vectordb's dimension check, else None."""
+    found = _NANO_DIM_MISMATCH.search(str(exc)) if isinstance(exc, AssertionError) else None
+    return None if found is None else EmbeddingDimensionError(working_dir, int(found["stored"]),
+                                                              int(found["configured"]))
 
 
 def exception_chain(exc: BaseException | None) -> Iterator[BaseException]:

@@ -32,7 +32,7 @@ from .backends.offline_llm import offline_llm, offline_model_name
 from .backends.tokenizer import OfflineTokenizer
 from .context import QueryContext
 from .coordination import DEFAULT_INTERVAL, PipelineTurn, VersionWatcher
-from .errors import LLMNotConfiguredError, describe_error
+from .errors import LLMNotConfiguredError, describe_error, embedding_dimension_error
 from .insert.merging import rebuild as _rebuild  # noqa: F401  (registers the delete-by-document rebuild hook)
 from .insert import summaries as _summaries  # noqa: F401  (registers the timestamp-aware summary hook)
 from .insert.api import InsertFeaturesMixin, install_insert_features
@@ -220,7 +220,13 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         check_storage_clients(storages)
         if any(str(name).startswith("PG") for name in storages):
             patches.postgres.install()
-        super().__post_init__(addon_params)
+        try:
+            super().__post_init__(addon_params)  # builds the storages: a file-backed one loads its data here
+        except AssertionError as exc:
+            error = embedding_dimension_error(exc, self.working_dir)
+            if error is None:
+                raise
+            raise error from exc
         self._snapshots = SnapshotCache(self.chunk_entity_relation_graph, self.text_chunks)
         state = PluginState(self)  # opened by initialize_storages
         setattr(self, PLUGIN_STATE_ATTRIBUTE, state)

@@ -99,6 +99,24 @@ def test_values_stock_lightrag_takes_are_still_taken():
     assert (param.stream, param.top_k, param.chunk_top_k, param.include_references) == (1, 7, 0, True)
 
 
+@pytest.mark.asyncio
+async def test_an_index_opened_with_an_embedder_of_another_dimension_is_named(tmp_path):
+    from tests.helpers import offline_tokenizer
+
+    def offline(dim):
+        return dict(working_dir=str(tmp_path), workspace="dims", embedding_func=hash_embedding_func(dim),
+                    llm_model_func=None, tokenizer=offline_tokenizer())
+
+    built = PrismRAG(**offline(32))
+    await built.initialize_storages()
+    await built.ainsert(DOCS[:1])
+    await built.finalize_storages()
+    with pytest.raises(lightrag_prism.EmbeddingDimensionError, match=r"holds 32-dimensional vectors, but .* gives "
+                                                                    r"48-dimensional ones") as err:
+        PrismRAG(**offline(48))  # the file-backed vector storages load when LightRAG builds them
+    assert isinstance(err.value, ValueError) and err.value.working_dir == str(tmp_path)
+
+
 @pytest.fixture
 def echo_mode(monkeypatch):
     """Register a test mode that echoes subclass fields it receives into the result metadata."""
