@@ -235,10 +235,21 @@ def write_report(report: dict, out: Path) -> None:
     plot(report, out / "results.png")
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1 (``--questions 0`` used to mean "all", as the default does)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     parser = parser or argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", default="musique", choices=sorted(LOADERS))
-    parser.add_argument("--questions", type=int, default=None, help="first N questions (default: all)")
+    parser.add_argument("--questions", type=positive_int, default=None, help="first N questions (default: all)")
     parser.add_argument("--modes", default=None, help=f"comma-separated (default: {','.join(default_modes())}); "
                         "a mode may carry knob overrides: hipporag:hipporag_dense_head=0:passage_node_weight=0.1")
     parser.add_argument("--text-only", action="store_true",

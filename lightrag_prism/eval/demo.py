@@ -15,7 +15,7 @@ import logging
 import time
 from collections import Counter
 
-from .bench import default_modes, markdown_table, run_bench
+from .bench import default_modes, markdown_table, positive_int, run_bench
 
 DEFAULT_QUESTIONS = 5
 SHOW_TOP = 3
@@ -56,7 +56,8 @@ def run_from_args(args) -> dict:
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     parser = parser or argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--questions", type=int, default=DEFAULT_QUESTIONS)
+    parser.add_argument("--questions", type=positive_int, default=DEFAULT_QUESTIONS,
+                        help="first N questions of the sample (default: %(default)s)")
     parser.add_argument("--modes", default=None, help="comma-separated (default: every mode and BM25)")
     parser.add_argument("--working-dir", default="prism_storage/demo")
     parser.add_argument("--out", default="benchmarks/results/demo")

@@ -49,6 +49,15 @@ def test_query_names_a_knob_of_the_wrong_type(capsys, tmp_path, endpoint_env):
     assert "top_k must be a non-negative integer, got 'abc'" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("command", ["demo", "bench"])
+@pytest.mark.parametrize("count, says", [("0", "must be at least 1, got 0"), ("few", "expected a whole number")])
+def test_a_question_count_below_one_is_refused_before_any_work(capsys, tmp_path, command, count, says):
+    with pytest.raises(SystemExit) as done:  # 0 was falsy, so it ran every question of the dataset
+        main([command, "--questions", count, "--working-dir", str(tmp_path / "w"), "--out", str(tmp_path / "o")])
+    assert done.value.code == 2 and says in capsys.readouterr().err
+    assert not (tmp_path / "w").exists()
+
+
 def test_query_rejects_an_unknown_mode(capsys, tmp_path):
     with pytest.raises(SystemExit):
         main(["query", "Who is Alice?", "--mode", "nope"])
