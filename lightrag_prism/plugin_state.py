@@ -30,6 +30,7 @@ from typing import Any, AsyncIterator, Callable
 
 import numpy as np
 
+from .background import wait_for_tasks
 from .coordination import PG_KV_CLASS, shared_lock
 from .jsonfile import read_json, write_json_atomic
 
@@ -135,8 +136,12 @@ class VectorCache:
 
     async def settle(self) -> None:
         """Wait for the flushes :meth:`one_flush` left running."""
-        while self._behind:
-            await asyncio.gather(*list(self._behind), return_exceptions=True)
+        # on the loop of the query that left them (a sync method's own, see background.py)
+        while any(not task.get_loop().is_closed() for task in self._behind):
+            await wait_for_tasks([task for task in self._behind if not task.get_loop().is_closed()])
+        if self._behind:  # their loop was closed under them: they never ran, so flush here instead
+            self._behind.clear()
+            await self._flush_logged()
 
     async def get(self, index: str, ids: list[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}

@@ -24,6 +24,7 @@ from typing import Callable, Iterable
 
 from lightrag.base import BaseVectorStorage
 
+from ..background import wait_for_tasks
 from .group_commit import storages_of
 
 logger = logging.getLogger(__name__)
@@ -88,8 +89,8 @@ class EmbeddingPrefetch:
         LightRAG's embedding queue after the instance is finalised."""
         self._content.clear()
         self._index.clear()
-        if self._task is not None:
-            await asyncio.gather(self._task, return_exceptions=True)
+        if self._task is not None:  # on the loop of the call that queued it (a sync method's own, see background.py)
+            await wait_for_tasks([self._task])
 
 
 def install_prefetch(rag, index_items: IndexItems | None = None, content: bool = True) -> EmbeddingPrefetch:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 from types import SimpleNamespace
 
 import pytest
@@ -153,3 +154,69 @@ async def test_the_insert_progress_bar_stops_polling_when_its_block_ends(monkeyp
     count = len(reads)
     await asyncio.sleep(0.05)
     assert len(reads) == count  # nothing polls after the block
+
+
+class IdleLoop:
+    """A loop that ran a sync method and now waits, not running, in no thread: LightRAG's ``insert`` leaves its
+    tasks on such a loop (``start`` runs it a few steps in a thread, as a sync call runs it to its end)."""
+
+    def __init__(self):
+        self.loop = asyncio.new_event_loop()
+
+    def start(self, coroutine) -> asyncio.Task:
+        async def begin():
+            task = asyncio.get_running_loop().create_task(coroutine)
+            for _ in range(3):
+                await asyncio.sleep(0)
+            return task
+
+        box = []
+        thread = threading.Thread(target=lambda: box.append(self.loop.run_until_complete(begin())))
+        thread.start()
+        thread.join()
+        return box[0]
+
+
+async def test_stop_task_and_wait_for_tasks_end_the_tasks_of_an_idle_loop():
+    from lightrag_prism.background import wait_for_tasks
+
+    idle = IdleLoop()
+    ticks = []
+
+    async def forever():
+        while True:
+            ticks.append(1)
+            await asyncio.sleep(0.01)
+
+    async def finishes(release: asyncio.Event):
+        await release.wait()
+        return "done"
+
+    looping = idle.start(forever())
+    assert not looping.done()
+    assert await asyncio.wait_for(stop_task(looping), timeout=5) is None  # it hung here: cancelled, never run
+    assert looping.cancelled()
+
+    release = []
+    idle.start(_keep(release))
+    finishing = idle.start(finishes(release[0]))
+    idle.loop.call_soon(release[0].set)  # runs once the loop runs again
+    await asyncio.wait_for(wait_for_tasks([finishing]), timeout=5)  # "attached to a different loop" before
+    assert finishing.result() == "done"
+    idle.loop.close()
+
+
+async def test_the_tasks_of_a_closed_loop_are_skipped_not_waited_for():
+    from lightrag_prism.background import wait_for_tasks
+
+    idle = IdleLoop()
+    stuck = idle.start(asyncio.sleep(3600))
+    idle.loop.close()  # a loop closed under its tasks: they can never run again
+    await asyncio.wait_for(wait_for_tasks([stuck]), timeout=5)
+    assert await asyncio.wait_for(stop_task(stuck), timeout=5) is None
+    assert not stuck.done()
+    stuck._log_destroy_pending = False  # asyncio's "destroyed but it is pending" notice: the point of this test
+
+
+async def _keep(box: list) -> None:
+    box.append(asyncio.Event())  # made on the idle loop, where its waiter waits

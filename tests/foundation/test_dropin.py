@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
+import uuid
 
 import pytest
 from lightrag import LightRAG as StockLightRAG
@@ -115,6 +117,37 @@ async def test_an_index_opened_with_an_embedder_of_another_dimension_is_named(tm
                                                                     r"48-dimensional ones") as err:
         PrismRAG(**offline(48))  # the file-backed vector storages load when LightRAG builds them
     assert isinstance(err.value, ValueError) and err.value.working_dir == str(tmp_path)
+
+
+@pytest.mark.parametrize("opened_on", ["asyncio.run", "the current loop"])
+def test_the_sync_methods_then_finalize_storages_with_asyncio_run(tmp_path, opened_on):
+    """Documents and queries through the sync methods (LightRAG runs them on the thread's current loop, made if
+    there is none), storages closed with ``asyncio.run``: a script or a notebook without ``await``. The tasks the
+    sync calls left on their loop made ``finalize_storages`` fail ("attached to a different loop") or hang (the
+    version watcher, when the storages were opened on that loop)."""
+    from tests.helpers import offline_tokenizer
+
+    rag = PrismRAG(working_dir=str(tmp_path), workspace=f"sync_{uuid.uuid4().hex[:8]}",  # a fresh shared state
+                   embedding_func=hash_embedding_func(32), llm_model_func=None, tokenizer=offline_tokenizer())
+    sync_loop = asyncio.new_event_loop()  # the sync calls' loop, made here so that the test can close it
+    try:
+        if opened_on == "asyncio.run":
+            asyncio.run(rag.initialize_storages())
+            asyncio.set_event_loop(sync_loop)
+        else:
+            asyncio.set_event_loop(sync_loop)
+            sync_loop.run_until_complete(rag.initialize_storages())
+        rag.insert(DOCS)
+        assert rag.query_data("Where does Alice Smith work?", QueryParam(mode="prism"))["status"] == "success"
+        rag.insert("Erik Lund repairs boats in Bergen.")
+        asyncio.run(asyncio.wait_for(rag.finalize_storages(), timeout=60))
+    finally:
+        left = asyncio.all_tasks(sync_loop)  # LightRAG's own workers, as asyncio.run would end them
+        for task in left:
+            task.cancel()
+        sync_loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+        sync_loop.close()
+        asyncio.set_event_loop(None)
 
 
 @pytest.fixture

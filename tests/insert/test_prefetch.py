@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import numpy as np
 import pytest
@@ -72,3 +73,35 @@ async def test_a_failing_prefetch_is_only_logged(caplog):
     await drained(prefetch)
     assert index.staged == {}  # nothing staged: the index's sync embeds it later
 
+
+
+async def test_closing_from_another_loop_than_the_one_a_sync_wrapper_ran_it_on():
+    """LightRAG's sync ``insert`` runs its own loop; ``asyncio.run(rag.finalize_storages())`` then closes the
+    prefetch from a new loop, where the idle loop's task cannot be awaited ("attached to a different loop"): the
+    request in flight ends on its own loop."""
+    reply = None
+    embedded = []
+
+    async def slow(texts, **kwargs):
+        await reply  # the request in flight when the sync call's loop stopped
+        embedded.extend(texts)
+        return np.zeros((len(texts), 2), dtype=np.float32)
+
+    prefetch = EmbeddingPrefetch(slow)
+    other = asyncio.new_event_loop()
+
+    async def start():
+        nonlocal reply
+        reply = other.create_future()
+        prefetch.add("entities", {"e1": {"content": "text"}})
+        for _ in range(5):
+            await asyncio.sleep(0)
+        other.call_soon(reply.set_result, None)  # answered once the loop runs again
+
+    thread = threading.Thread(target=other.run_until_complete, args=(start(),))  # this thread's loop is running
+    thread.start()
+    thread.join()
+    assert prefetch._task is not None and not prefetch._task.done()
+    await asyncio.wait_for(prefetch.close(), timeout=5)
+    assert prefetch._task.done() and not prefetch._task.cancelled() and embedded == ["text"]
+    other.close()

@@ -219,3 +219,25 @@ async def test_a_flush_left_behind_runs_after_the_block_and_settle_waits_for_it(
     async with cache.one_flush():
         pass
     assert store.flushes == 2
+
+
+async def test_settle_flushes_itself_what_a_closed_loops_flush_never_wrote():
+    """A query's flush left behind on a loop that was then closed (a sync call's, closed by its owner) can never
+    run: settling neither waits for it forever nor drops it, it flushes on the loop it runs on."""
+    from lightrag_prism.plugin_state import VectorCache
+
+    class Store:
+        flushes = 0
+
+        async def index_done_callback(self):
+            Store.flushes += 1
+
+    cache = VectorCache(Store())
+    gone = asyncio.new_event_loop()
+    stranded = gone.create_task(asyncio.sleep(3600))  # made, never run: as a flush of a loop closed at once
+    cache._behind.add(stranded)
+    gone.close()
+    await asyncio.wait_for(cache.settle(), timeout=5)
+    assert Store.flushes == 1 and not cache._behind
+    stranded._log_destroy_pending = False  # asyncio's notices of a task and a coroutine that never ran: the point
+    stranded.get_coro().close()
