@@ -124,9 +124,9 @@ _SCALARS = {int: "a non-negative integer", float: "a finite number", bool: "True
 def _scalar_fields(cls) -> dict[str, tuple[type, bool]]:
     """name -> (scalar type, None allowed) of each field annotated int, float, bool or str, optionally ``| None``;
     lists, literals and callables are left to the code that reads them."""
-    out = {}
+    out, hints = {}, typing.get_type_hints(cls)
     for f in fields(cls):
-        hint = typing.get_type_hints(cls)[f.name]
+        hint = hints[f.name]
         args = [a for a in typing.get_args(hint) if a is not type(None)]
         optional = len(args) == 1 and type(None) in typing.get_args(hint)
         scalar = args[0] if optional else hint
