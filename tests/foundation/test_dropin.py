@@ -105,8 +105,10 @@ def test_values_stock_lightrag_takes_are_still_taken():
 async def test_an_index_opened_with_an_embedder_of_another_dimension_is_named(tmp_path):
     from tests.helpers import offline_tokenizer
 
+    workspace = f"dims_{uuid.uuid4().hex[:8]}"  # one index, two instances: a fresh shared state for this test
+
     def offline(dim):
-        return dict(working_dir=str(tmp_path), workspace="dims", embedding_func=hash_embedding_func(dim),
+        return dict(working_dir=str(tmp_path), workspace=workspace, embedding_func=hash_embedding_func(dim),
                     llm_model_func=None, tokenizer=offline_tokenizer())
 
     built = PrismRAG(**offline(32))
