@@ -143,12 +143,15 @@ def check_field_types(param) -> None:
         value = getattr(param, name)
         if value is None and optional:
             continue
-        if scalar is int:
-            ok = isinstance(value, Integral) and not isinstance(value, bool) and value >= 0
+        kind = type(value)
+        if kind is scalar and scalar is not float:  # the common case first: the ABC checks below are slow
+            ok = scalar is not int or value >= 0
+        elif scalar is int:
+            ok = isinstance(value, Integral) and kind is not bool and value >= 0
         elif scalar is float:
-            ok = isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
+            ok = isinstance(value, Real) and kind is not bool and math.isfinite(value)
         elif scalar is bool:  # LightRAG took any truthy value: 0 and 1 stay accepted
-            ok = isinstance(value, (bool, np.bool_)) or (isinstance(value, Integral) and value in (0, 1))
+            ok = kind is np.bool_ or (isinstance(value, Integral) and value in (0, 1))
         else:
             ok = isinstance(value, scalar)
         if not ok:

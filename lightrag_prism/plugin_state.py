@@ -136,9 +136,9 @@ class VectorCache:
 
     async def settle(self) -> None:
         """Wait for the flushes :meth:`one_flush` left running."""
-        # on the loop of the query that left them (a sync method's own, see background.py)
+        # on the loop of the query that left them (a sync method's own); a closed loop's are skipped (background.py)
         while any(not task.get_loop().is_closed() for task in self._behind):
-            await wait_for_tasks([task for task in self._behind if not task.get_loop().is_closed()])
+            await wait_for_tasks(list(self._behind))
         if self._behind:  # their loop was closed under them: they never ran, so flush here instead
             self._behind.clear()
             await self._flush_logged()
