@@ -144,8 +144,8 @@ def check_field_types(param) -> None:
         if value is None and optional:
             continue
         kind = type(value)
-        if kind is scalar and scalar is not float:  # the common case first: the ABC checks below are slow
-            ok = scalar is not int or value >= 0
+        if kind is scalar:  # the common case first: the ABC checks below are slow
+            ok = (scalar is not int or value >= 0) and (scalar is not float or math.isfinite(value))
         elif scalar is int:
             ok = isinstance(value, Integral) and kind is not bool and value >= 0
         elif scalar is float:

@@ -217,8 +217,7 @@ class InsertFeaturesMixin:
             await save_doc_timestamps(self, {content_key(doc): ts for doc, ts in zip(docs, stamps)})
         graph = self.chunk_entity_relation_graph
         before = set(await graph.get_all_labels()) if agentic_merging else set()
-        track = await super().ainsert(input if isinstance(input, str) else docs, split_by_character,
-                                      split_by_character_only, ids, file_paths, track_id)
+        track = await super().ainsert(docs, split_by_character, split_by_character_only, ids, file_paths, track_id)
         if agentic_merging:
             new = sorted(set(await graph.get_all_labels()) - before)
             self.last_merge_report = await agentic_merge(self, new, threshold)
