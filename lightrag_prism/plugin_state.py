@@ -136,11 +136,14 @@ class VectorCache:
 
     async def settle(self) -> None:
         """Wait for the flushes :meth:`one_flush` left running."""
-        # on the loop of the query that left them (a sync method's own); a closed loop's are skipped (background.py)
-        while any(not task.get_loop().is_closed() for task in self._behind):
-            await wait_for_tasks(list(self._behind))
-        if self._behind:  # their loop was closed under them: they never ran, so flush here instead
-            self._behind.clear()
+        # On the loop of the query that left them (a sync method's own, see background.py). Only the tasks not done
+        # are waited for: a finished one stays in _behind until its discard callback runs, and waiting on nothing
+        # never yields to the loop that would run it. New flushes may join while we wait, hence the loop.
+        while pending := [t for t in self._behind if not t.done() and not t.get_loop().is_closed()]:
+            await wait_for_tasks(pending)
+        stranded = any(not task.done() for task in self._behind)
+        self._behind.clear()
+        if stranded:  # their loop was closed under them: they never ran, so flush here instead
             await self._flush_logged()
 
     async def get(self, index: str, ids: list[str]) -> dict[str, np.ndarray]:

@@ -241,3 +241,34 @@ async def test_settle_flushes_itself_what_a_closed_loops_flush_never_wrote():
     assert Store.flushes == 1 and not cache._behind
     stranded._log_destroy_pending = False  # asyncio's notices of a task and a coroutine that never ran: the point
     stranded.get_coro().close()
+
+
+async def test_settle_returns_when_a_flush_has_ended_but_its_callback_has_not_run():
+    """A flush that has just ended stays in the cache's set until its done callback runs on the next loop turn.
+    Settling then must not spin on it: it used to wait on nothing, never yield to the loop, and so never end (a
+    CI run hung in ``finalize_storages``). Run on a loop of its own in a thread, so a regression fails here."""
+    import threading
+
+    from lightrag_prism.plugin_state import VectorCache
+
+    class Store:
+        async def index_done_callback(self):
+            pass
+
+    outcome = {}
+
+    async def settle_after_an_ended_flush():
+        cache = VectorCache(Store())
+        flush = asyncio.get_running_loop().create_future()
+        cache._behind.add(flush)
+        flush.add_done_callback(cache._behind.discard)
+        flush.set_result(None)  # done; the discard is only scheduled
+        outcome["callback ran before settle"] = flush not in cache._behind
+        await cache.settle()
+        outcome["left"] = len(cache._behind)
+
+    thread = threading.Thread(target=asyncio.run, args=(settle_after_an_ended_flush(),), daemon=True)
+    thread.start()
+    await asyncio.to_thread(thread.join, 10)
+    assert not thread.is_alive(), "settle spun on a flush that had ended"
+    assert outcome == {"callback ran before settle": False, "left": 0}
