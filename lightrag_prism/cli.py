@@ -7,8 +7,10 @@
     lightrag-prism serve --working-dir ./prism_storage --port 9621   # LightRAG Server + the explorer at /prism
 
 The LLM comes from the environment (see ``backends.openai_compat``); without one, indexing uses the offline
-extractor and ``query`` prints the retrieved context instead of an answer. Every failure is one line on stderr and
-exit code 2; ``-v`` shows LightRAG's INFO logs and the traceback of a failure.
+extractor and ``query`` prints the retrieved context instead of an answer. ``query`` runs the plugin's ``prism``
+mode unless ``--mode`` names another. Every failure is one line on stderr and exit code 2; ``index`` exits 3 when
+it skipped some files (each named on stderr with why) and indexed the rest; ``-v`` shows LightRAG's INFO logs and the
+traceback of a failure.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -25,6 +28,7 @@ from pathlib import Path
 from .inputs import SUPPORTED_SUFFIXES, InputError, collect_documents, source_names
 
 EXIT_ERROR = 2
+EXIT_PARTIAL = 3  # index: some files were skipped (each named on stderr), every other file is indexed
 KNOWN_ERRORS = ("LLMNotConfiguredError", "LLMCallError")  # their message already says what failed and what to do
 
 
@@ -33,7 +37,24 @@ class CLIError(Exception):
 
 
 NO_LLM_LINE = "No LLM configured (set PRISM_LLM_MODEL, and OPENAI_BASE_URL for a local server): {what}"
+CONTEXT_ONLY_HINT = "; `--context-only` prints the retrieved passages without calling the LLM"
 EXCERPT_CHARS = 200  # about two lines of a passage under each ranked result
+DEFAULT_MODE = "prism"  # the plugin's own retrieval, offline or with an LLM (LightRAG's CLI-less default is mix)
+
+# What the score printed beside a passage means in each mode (query --help, the legend line, docs/usage.md).
+GRAPH_WALK_SCORE = "above 1: dense retrieval's top passages, kept first; below 1: share of the graph walk (PageRank)"
+SCORE_MEANINGS = {
+    "prism": GRAPH_WALK_SCORE,
+    "hipporag": GRAPH_WALK_SCORE,
+    "fidelis": "a reasoning path's score, or 1/(60 + rank) where dense and path rankings are fused (0: dense "
+               "retrieval's top passages, kept first)",
+    "ensemble": "retrieval score fused with the LLM's listwise rerank score (without an LLM: retrieval score)",
+    "tournament": "wins in the pairwise LLM tournament, scaled to 0-1 (without an LLM: 1 - rank/n of dense retrieval)",
+}
+STOCK_ORDER = "LightRAG's own order (its modes put no score on a passage)"
+FOUND_BY_MEANINGS = {"dense": "vector similarity", "ppr": "graph walk", "fact": "a matching fact",
+                     "seed": "a named entity", "fidelis": "a reasoning path", "listwise": "LLM rerank",
+                     "tournament": "LLM comparisons"}
 
 
 def make_rag(working_dir: str):
@@ -59,7 +80,9 @@ def check_working_dir(working_dir: str, *, for_query: bool) -> None:
                        f"`lightrag-prism index PATH --working-dir {working_dir}` first")
 
 
-async def cmd_index(args) -> None:
+async def cmd_index(args) -> int:
+    """Index every readable file; a file that cannot be indexed is named with its reason and skipped (exit
+    EXIT_PARTIAL), never a reason to drop the rest."""
     from .progress import insert_outcome, insert_progress
 
     check_working_dir(args.working_dir, for_query=False)
@@ -68,7 +91,8 @@ async def cmd_index(args) -> None:
         print(f"skipped {refused}", file=sys.stderr)
     if not collected.documents:
         raise CLIError(f"Nothing to index: no {'/'.join(SUPPORTED_SUFFIXES)} file with text in "
-                       f"{', '.join(args.paths)}")
+                       f"{', '.join(args.paths)}" + (" (each file is listed above with why)" if collected.refused
+                                                     else ""))
     Path(args.working_dir).mkdir(parents=True, exist_ok=True)
     rag = make_rag(args.working_dir)
     if not rag.llm_configured:
@@ -90,6 +114,10 @@ async def cmd_index(args) -> None:
             raise CLIError(f"{len(outcome.failed)} file(s) not indexed (listed above)")
     finally:
         await rag.finalize_storages()
+    if collected.refused:
+        print(f"{len(collected.refused)} file(s) skipped (listed above); the others are indexed", file=sys.stderr)
+        return EXIT_PARTIAL
+    return 0
 
 
 def query_param(args):
@@ -122,26 +150,67 @@ async def cmd_query(args) -> None:
         if answer:
             print((result.get("llm_response") or {}).get("content") or "(the LLM gave no answer)")
             print()
-        print(ranked_passages(result["data"].get("chunks", [])))
+        print(ranked_passages(result["data"].get("chunks", []), param.mode, args.question))
     finally:
         await rag.finalize_storages()
 
 
-def ranked_passages(chunks: list[dict]) -> str:
-    """Rank, source file, score and what found each passage, then the first two lines or so of its text."""
+def ranked_passages(chunks: list[dict], mode: str, question: str) -> str:
+    """A legend line, then per passage: rank, source file, score and what found it (where the mode says), and about
+    two lines of its text around the sentence that shares the most words with the question."""
     if not chunks:
         return "No passage retrieved."
-    lines = []
+    lines = [passage_legend(chunks, mode)]
     for rank, chunk in enumerate(chunks, start=1):
-        score = chunk.get("score")
-        found_by = str(chunk.get("found_by") or "-").replace("+", ", ")  # e.g. "dense+ppr"
+        score, found_by = chunk.get("score"), chunk.get("found_by")
         head = f"{rank:>2}. {chunk.get('file_path') or 'unknown source'}"
         head += f"  score {score:.3f}" if isinstance(score, (int, float)) else ""
-        lines.append(f"{head}  found by: {found_by}")
-        text = " ".join(str(chunk.get("content", "")).split())
-        excerpt = text[:EXCERPT_CHARS].rsplit(" ", 1)[0] + " ..." if len(text) > EXCERPT_CHARS else text
+        head += f"  found by: {found_by.replace('+', ', ')}" if found_by else ""  # e.g. "dense+ppr"
+        lines.append(head)
+        excerpt = matching_excerpt(str(chunk.get("content", "")), question)
         lines.extend(textwrap.wrap(excerpt, width=110, initial_indent="    ", subsequent_indent="    "))
     return "\n".join(lines)
+
+
+def passage_legend(chunks: list[dict], mode: str) -> str:
+    """One line: the order, what the score means in ``mode``, and what each ``found by`` tag shown means."""
+    if not any(isinstance(chunk.get("score"), (int, float)) for chunk in chunks):
+        return f"[{mode}] best first, {STOCK_ORDER}"
+    tags = dict.fromkeys(tag for chunk in chunks for tag in str(chunk.get("found_by") or "").split("+") if tag)
+    found = ", ".join(f"{tag} = {FOUND_BY_MEANINGS.get(tag, tag)}" for tag in tags)
+    return f"[{mode}] best first; score: {SCORE_MEANINGS.get(mode, 'higher is better')}" + (
+        f"; found by: {found}" if found else "")
+
+
+def matching_excerpt(text: str, question: str, width: int = EXCERPT_CHARS) -> str:
+    """About ``width`` characters of ``text`` starting at the sentence that shares the most words with the question
+    (the passage's start on a tie), with ``...`` where text was left out."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    words = set(re.findall(r"\w{3,}", question.lower()))
+    starts = [0] + [m.end() for m in re.finditer(r"[.!?]\s+", text)]
+    overlap = [len(words & set(re.findall(r"\w{3,}", text[a:b].lower())))
+               for a, b in zip(starts, starts[1:] + [len(text)])]
+    start = starts[overlap.index(max(overlap))]
+    if len(text) - start < width:  # near the end: fill the window with the words before the sentence
+        start = text.find(" ", len(text) - width) + 1
+    piece = text[start:start + width]
+    cut = start + width < len(text)
+    if cut:
+        piece = piece.rsplit(" ", 1)[0]
+    return ("... " if start else "") + piece + (" ..." if cut else "")
+
+
+class QueryHelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Defaults shown, and the epilog's lines kept as written."""
+
+
+def score_help() -> str:
+    return "\n".join(["the score beside each passage, per mode:",
+                      *(f"  {mode:<11}{meaning}" for mode, meaning in SCORE_MEANINGS.items()),
+                      f"  {'stock':<11}{STOCK_ORDER}",
+                      "found by: " + ", ".join(f"{tag} = {meaning}" for tag, meaning in FOUND_BY_MEANINGS.items())])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -160,11 +229,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--working-dir", default="./prism_storage", help="where the index is stored")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="as above")
-    p = sub.add_parser("query", help="query an index", formatter_class=formatter)
+    p = sub.add_parser("query", help="query an index", formatter_class=QueryHelpFormatter, epilog=score_help())
     p.add_argument("question")
     p.add_argument("knobs", nargs="*", metavar="knob=value",
                    help="QueryParam overrides, e.g. ppr_damping=0.6 prism_dense_head=1")
-    p.add_argument("--mode", default="mix", choices=valid_modes(), help="retrieval mode")
+    p.add_argument("--mode", default=DEFAULT_MODE, choices=valid_modes(),
+                   help="retrieval mode: the plugin's prism, hipporag, fidelis, ensemble, tournament, or LightRAG's "
+                        "own (mix is LightRAG's default)")
     p.add_argument("--working-dir", default="./prism_storage", help="the index to query")
     # "%(default).0s" prints nothing and stops the formatter from appending "(default: None)"
     p.add_argument("--top-k", type=int, default=None,
@@ -206,14 +277,21 @@ def describe_failure(exc: BaseException) -> str:
 
     name = type(exc).__name__
     cause = root_cause(exc)
-    module = type(cause).__module__
-    if module.startswith(("openai", "httpx", "httpcore", "aiohttp")):
+    if is_llm_failure(exc):
         endpoint = os.environ.get("OPENAI_BASE_URL", DEFAULT_BASE_URL)
         model = os.environ.get("PRISM_LLM_MODEL", "")
         return (f"the LLM endpoint {endpoint} (model {model!r}) failed: {type(cause).__name__}: {cause}. "
                 f"Check OPENAI_BASE_URL, OPENAI_API_KEY and PRISM_LLM_MODEL, or unset PRISM_LLM_MODEL to run offline")
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{name}: {text}" if text else name
+
+
+def is_llm_failure(exc: BaseException) -> bool:
+    """An LLM that is missing or failed (the endpoint's client raised), not a retrieval or input error."""
+    from .llm_faults import root_cause
+
+    module = type(root_cause(exc)).__module__
+    return type(exc).__name__ in KNOWN_ERRORS or module.startswith(("openai", "httpx", "httpcore", "aiohttp"))
 
 
 def parse_args(argv: list[str] | None):
@@ -238,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(args.verbose)
     try:
         if args.command == "index":
-            asyncio.run(cmd_index(args))
+            return asyncio.run(cmd_index(args))
         elif args.command == "query":
             asyncio.run(cmd_query(args))
         elif args.command == "serve":
@@ -260,7 +338,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.verbose:
             raise
         known = isinstance(exc, (CLIError, InputError, ValueError, ImportError)) or type(exc).__name__ in KNOWN_ERRORS
-        print(f"error: {exc if known else describe_failure(exc)}", file=sys.stderr)
+        line = str(exc) if known else describe_failure(exc)
+        if args.command == "query" and is_llm_failure(exc):
+            line = line.rstrip(".") + CONTEXT_ONLY_HINT
+        print(f"error: {line}", file=sys.stderr)
         if not known:
             print("(run with -v for the traceback)", file=sys.stderr)
         return EXIT_ERROR

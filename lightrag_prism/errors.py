@@ -1,7 +1,11 @@
 """Errors raised by lightrag_prism, and how an exception is described in one line."""
 
 import re
+from pathlib import Path
 from typing import Iterator
+
+# the source checkout the package runs from, when installed with ``pip install -e .`` (setup.py beside the package)
+SOURCE_CHECKOUT = Path(__file__).resolve().parent.parent
 
 LLM_SETUP_HINT = (
     "Configure an OpenAI-compatible endpoint, e.g.\n"
@@ -10,6 +14,15 @@ LLM_SETUP_HINT = (
     "  export PRISM_LLM_MODEL=<served-model> OPENAI_BASE_URL=http://localhost:8000/v1 OPENAI_API_KEY=x  # vLLM\n"
     "and build the instance with llm_model_func=lightrag_prism.llm_from_env(), or pass your own llm_model_func."
 )
+
+
+def extra_install_hint(extra: str) -> str:
+    """The pip command that installs ``extra``: from PyPI, or, when the package runs from a source checkout (the
+    README's quick start), from that checkout, where ``pip install 'lightrag-prism[...]'`` would fetch another
+    copy."""
+    if (SOURCE_CHECKOUT / "setup.py").is_file():
+        return f"pip install -e '{SOURCE_CHECKOUT}[{extra}]'"
+    return f"pip install 'lightrag-prism[{extra}]'"
 
 
 class LLMNotConfiguredError(RuntimeError):

@@ -1,7 +1,8 @@
 """Files a user indexes: which types are read, how, and the one-line errors for the rest.
 
-* ``.txt`` and ``.md`` are read as UTF-8; text that is not valid UTF-8 is refused with the file and byte offset
-  (replacing bad bytes silently stored ``\\ufffd`` garbage in the index);
+* ``.txt`` and ``.md`` are read as UTF-8; text that is not valid UTF-8 is refused with the file, the byte offset
+  and the encoding it most likely is (replacing bad bytes silently stored ``\\ufffd`` garbage in the index), and a
+  binary file (NUL bytes) is called binary;
 * ``.html``/``.htm`` become text with BeautifulSoup: scripts, styles and markup go, every ``<table>`` stays as
   HTML so the table-aware chunker keeps it whole with its context;
 * ``.pdf`` (pypdf: the text layer of every page) and ``.docx`` (python-docx: paragraphs, tables as HTML), with
@@ -9,6 +10,10 @@
 * any other type is refused by name, whether named directly or found in a folder (a folder's refused files are
   reported, the rest indexed);
 * a file with no text (empty, markup only, a scanned PDF without a text layer) is reported as skipped, with why.
+
+:func:`collect_documents` never stops at one bad file: each file it cannot index (any of the above, or unreadable)
+is skipped with its reason in ``Collected.refused`` and the rest are read, as a user indexing a folder of mixed
+files expects.
 
 LightRAG stores a document's source as its file *name* and refuses a second document with a name it already holds
 (a "duplicate"), so :func:`source_names` gives files that share a name distinct ones (``a/notes.txt`` and
@@ -21,12 +26,15 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .errors import extra_install_hint
+
 TEXT_SUFFIXES = (".txt", ".md")
 HTML_SUFFIXES = (".html", ".htm")
 # read with pypdf / python-docx (the ``documents`` extra; LightRAG Server's ``api`` extra installs them too)
 OFFICE_SUFFIXES = (".pdf", ".docx")
 SUPPORTED_SUFFIXES = TEXT_SUFFIXES + HTML_SUFFIXES + OFFICE_SUFFIXES
-DOCUMENTS_EXTRA_HINT = "pip install 'lightrag-prism[documents]'"
+BINARY_SNIFF_BYTES = 8192  # a NUL byte this early: not text in any encoding a user would index
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
 class InputError(Exception):
@@ -59,7 +67,8 @@ def _office_library(module: str, path: Path):
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise InputError(f"{path}: reading {path.suffix} files needs {module}: {DOCUMENTS_EXTRA_HINT}") from None
+        raise InputError(f"{path}: reading {path.suffix} files needs {module}: "
+                         f"{extra_install_hint('documents')}") from None
 
 
 def pdf_text(path: Path) -> str:
@@ -105,36 +114,56 @@ def read_document(path: Path) -> str:
     if suffix in OFFICE_SUFFIXES:
         return pdf_text(path) if suffix == ".pdf" else docx_text(path)
     data = path.read_bytes()
+    if b"\x00" in data[:BINARY_SNIFF_BYTES] and not data.startswith(UTF16_BOMS):  # UTF-16 text has NULs too
+        raise InputError(f"{path}: binary file, not {suffix} text")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not valid UTF-8 at byte {exc.start} ({exc.reason}); convert it to UTF-8 "
-                         f"first, e.g. iconv -f latin1 -t utf-8") from None
+        encoding = guess_encoding(data)
+        raise InputError(f"{path}: not valid UTF-8 at byte {exc.start} ({exc.reason}); it looks like {encoding}: "
+                         f"convert it first, e.g. iconv -f {encoding} -t utf-8 {path} > {path.with_suffix('.utf8' + suffix)}"
+                         ) from None
     return html_to_text(text) if suffix in HTML_SUFFIXES else text
 
 
+# Encodings users' files are really in, most common first: among charset-normalizer's candidates (which ranks German
+# Windows-1252 text as Mac Icelandic) the first of these wins.
+COMMON_ENCODINGS = ("utf_16", "utf_32", "cp1252", "latin_1", "iso8859_15", "cp1250", "cp1251", "koi8_r", "cp932",
+                    "shift_jis", "euc_jp", "gb18030", "big5", "euc_kr", "iso8859_2", "iso8859_5")
+
+
+def guess_encoding(data: bytes) -> str:
+    """The most likely encoding of bytes that are not UTF-8, as iconv names it."""
+    from charset_normalizer import from_bytes
+
+    candidates = [match.encoding for match in from_bytes(data[:65536])] or ["cp1252"]
+    name = min(candidates, key=lambda c: COMMON_ENCODINGS.index(c) if c in COMMON_ENCODINGS else len(COMMON_ENCODINGS))
+    return name.upper().replace("_", "-").replace("LATIN-1", "LATIN1")
+
+
 def collect_documents(paths: list[str]) -> Collected:
-    """The documents with text under ``paths`` (files, folders recursively), read once; the files of an
-    unsupported type in a folder, and the files without text, in ``refused``."""
+    """The documents with text under ``paths`` (files, folders recursively), read once; every file that cannot be
+    indexed (unsupported type, binary, not UTF-8, unreadable, no text) in ``refused`` with its reason. Only a path
+    that does not exist raises: that is a mistyped argument, not a file to skip."""
     collected = Collected()
     for raw in paths:
         path = Path(raw)
         if not path.exists():
             raise InputError(f"No such file or directory: {raw}")
-        if path.is_dir():
-            for file in sorted(p for p in path.rglob("*") if p.is_file()):
-                if file.suffix.lower() not in SUPPORTED_SUFFIXES:
-                    collected.refused.append(f"{file}: unsupported file type {file.suffix.lower() or '(none)'!r} "
-                                             f"(supported: {' '.join(SUPPORTED_SUFFIXES)})")
-                    continue
-                _add(collected, file)
-        else:
-            _add(collected, path)
+        for file in sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]:
+            _add(collected, file)
     return collected
 
 
 def _add(collected: Collected, file: Path) -> None:
-    text = read_document(file)
+    try:
+        text = read_document(file)
+    except InputError as exc:
+        collected.refused.append(str(exc))
+        return
+    except OSError as exc:  # permissions, a file that vanished, a device
+        collected.refused.append(f"{file}: unreadable ({exc.strerror or type(exc).__name__})")
+        return
     if text.strip():
         collected.documents.append((file, text))
     else:  # said, not dropped in silence: a folder of scanned PDFs would otherwise index as "0 file(s)"

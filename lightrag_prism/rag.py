@@ -32,7 +32,7 @@ from .backends.offline_llm import offline_llm, offline_model_name
 from .backends.tokenizer import OfflineTokenizer
 from .context import QueryContext
 from .coordination import DEFAULT_INTERVAL, PipelineTurn, VersionWatcher
-from .errors import LLMNotConfiguredError, describe_error, embedding_dimension_error
+from .errors import LLMNotConfiguredError, describe_error, embedding_dimension_error, extra_install_hint
 from .insert.merging import rebuild as _rebuild  # noqa: F401  (registers the delete-by-document rebuild hook)
 from .insert import summaries as _summaries  # noqa: F401  (registers the timestamp-aware summary hook)
 from .insert.api import InsertFeaturesMixin, install_insert_features
@@ -94,7 +94,6 @@ def validated_query(query: str, param: QueryParam) -> tuple[str, PrismQueryParam
 # Client libraries of LightRAG's server-backed storages (by class-name prefix): LightRAG pip-installs a missing one
 # when it imports the storage module, which fails offline with an unrelated-looking error.
 STORAGE_CLIENTS = {"PG": ("asyncpg",), "PGVector": ("asyncpg", "pgvector"), "Redis": ("redis",)}
-SERVERS_EXTRA_HINT = "pip install 'lightrag-prism[servers]'"
 
 
 def check_storage_clients(storages) -> None:
@@ -104,7 +103,7 @@ def check_storage_clients(storages) -> None:
         missing = [m for m in STORAGE_CLIENTS.get(prefix, ()) if importlib.util.find_spec(m) is None]
         if missing:
             raise ImportError(f"{name} needs {', '.join(missing)}, which the servers extra installs: "
-                              f"{SERVERS_EXTRA_HINT}")
+                              f"{extra_install_hint('servers')}")
 
 
 def naming_storage_faults(method):

@@ -49,6 +49,7 @@ import numpy as np
 from lightrag.utils import EmbeddingFunc
 
 from ..batcher import loop_batcher
+from ..errors import extra_install_hint
 from . import query_encoder
 from .worker_protocol import read_message, write_message
 
@@ -66,7 +67,7 @@ QUERY_RUNTIMES = ("numpy", "worker")
 # started as a script, not with -m: the package's __init__ (LightRAG) stays out of the worker (see embed_worker)
 WORKER_SCRIPT = Path(__file__).with_name("embed_worker.py")
 INSTALL_HINT = ("The local embedder needs the 'local' extra. Install CPU torch first, then the extra:\n"
-                "  pip install torch==2.13.0 && pip install 'lightrag-prism[local]'")
+                f"  pip install torch==2.13.0 && {extra_install_hint('local')}")
 Config = tuple  # (torch threads per worker, precision, worker processes)
 logger = logging.getLogger(__name__)
 

@@ -31,9 +31,11 @@ def passage_labels(dataset) -> dict[str, str]:
 
 def print_evidence(dataset, rankings: dict[str, list[list[str]]], show_top: int = SHOW_TOP) -> None:
     titles = passage_labels(dataset)
+    print(f"\nPer question: the dataset's expected answer (no LLM answers offline) and the gold passages the answer "
+          f"needs; per mode, the titles of its top {show_top} passages, \u2713 = a gold passage.")
     for i, question in enumerate(dataset.questions):
         gold = set(question.gold_passage_ids)
-        print(f"\nQ{i + 1}: {question.text}\n    answer: {question.answer}; gold passages: "
+        print(f"\nQ{i + 1}: {question.text}\n    expected answer: {question.answer}; gold passages: "
               + "; ".join(titles.get(g, g) for g in question.gold_passage_ids))
         for mode, ranked in rankings.items():
             top = ranked[i][:show_top]

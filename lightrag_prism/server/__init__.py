@@ -18,7 +18,8 @@ from __future__ import annotations
 import os
 import sys
 
-SERVER_EXTRA_HINT = "the server needs the api extra: pip install 'lightrag-prism[api]'"
+from ..errors import extra_install_hint
+
 
 
 def explicit_binding(argv: list[str], option: str, env: str) -> bool:
@@ -61,6 +62,30 @@ def describe_plugin_bindings(args, use_server_llm: bool, embedding_func) -> None
           f"embedder {args.embedding_model}, {args.embedding_dim}-d", flush=True)
 
 
+def files_under_working_dir(args, argv: list[str]) -> None:
+    """The uploads folder and ``lightrag.log`` go under ``--working-dir`` unless the user placed them
+    (``--input-dir``/``INPUT_DIR``, ``LOG_DIR``): LightRAG Server puts both in the current directory."""
+    os.makedirs(args.working_dir, exist_ok=True)
+    if not explicit_binding(argv, "--input-dir", "INPUT_DIR"):
+        args.input_dir = os.path.abspath(os.path.join(args.working_dir, "inputs"))
+    os.environ.setdefault("LOG_DIR", os.path.abspath(args.working_dir))  # read by its logging and gunicorn config
+
+
+def report_plugin_bindings(args, use_server_llm: bool, embedding_func) -> None:
+    """After ``create_app`` validated them: the bindings ``/health`` reports are the ones that run. The names set
+    by :func:`describe_plugin_bindings` only pass LightRAG Server's check of known binding names."""
+    from ..backends.openai_compat import DEFAULT_BASE_URL
+
+    if not use_server_llm:
+        model = os.environ.get("PRISM_LLM_MODEL")
+        args.llm_binding = "openai-compatible (lightrag_prism)" if model else "none (lightrag_prism offline)"
+        args.llm_binding_host = (os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL) if model else None
+    if embedding_func is not None:
+        remote = bool(os.environ.get("PRISM_EMBEDDING_MODEL"))
+        args.embedding_binding = "openai-compatible (lightrag_prism)" if remote else "local (lightrag_prism)"
+        args.embedding_binding_host = (os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL) if remote else None
+
+
 def install_server(argv: list[str]):
     """Parse LightRAG Server's options from ``argv`` and install the plugin's server patches; returns the args."""
     sys.argv = ["lightrag-prism serve", *argv]  # LightRAG Server's parser reads sys.argv
@@ -70,16 +95,23 @@ def install_server(argv: list[str]):
         args = config.initialize_config(force=True)
         from lightrag.api import lightrag_server  # noqa: F401  (FastAPI and the rest of the api extra)
     except ImportError as exc:
-        raise SystemExit(f"lightrag-prism serve: {SERVER_EXTRA_HINT} ({exc})") from None
+        raise ImportError(f"lightrag-prism serve needs the api extra ({exc.name or exc} is missing): "
+                          f"{extra_install_hint('api')}") from None
     from ..backends import default_embedding_func
     from ..patches import server as server_patch
     from .explorer import add_explorer_routes
 
+    files_under_working_dir(args, argv)
     use_server_llm = explicit_binding(argv, "--llm-binding", "LLM_BINDING")
     embedding_func = None if explicit_binding(argv, "--embedding-binding", "EMBEDDING_BINDING") else \
         default_embedding_func()
     describe_plugin_bindings(args, use_server_llm, embedding_func)
-    server_patch.install(make_server_rag(use_server_llm, embedding_func), add_explorer_routes, embedding_func)
+
+    def add_routes(app, rag, app_args):
+        report_plugin_bindings(app_args, use_server_llm, embedding_func)
+        add_explorer_routes(app, rag, app_args)
+
+    server_patch.install(make_server_rag(use_server_llm, embedding_func), add_routes, embedding_func)
     return args
 
 

@@ -80,10 +80,11 @@ def test_index_then_query_offline(capsys, tmp_path, endpoint_env):
     data = json.loads(out.out)
     assert data["status"] == "success"
     assert any(e["entity_name"] == "Alice Smith" for e in data["data"]["entities"])
-    assert main(["query", "Where does Alice Smith work?", "--mode", "prism", "--working-dir", work]) == 0
-    lines = capsys.readouterr().out.splitlines()  # readable: rank, source, score, what found it, an excerpt
-    assert lines[0].startswith(" 1. a.txt  score ") and "found by: " in lines[0], lines
-    assert lines[1].startswith("    Alice Smith works at Acme Corp"), lines
+    assert main(["query", "Where does Alice Smith work?", "--working-dir", work]) == 0  # prism, the default
+    lines = capsys.readouterr().out.splitlines()  # readable: a legend, rank, source, score, what found it, an excerpt
+    assert lines[0].startswith("[prism] best first; score: "), lines
+    assert lines[1].startswith(" 1. a.txt  score ") and "found by: " in lines[1], lines
+    assert lines[2].startswith("    Alice Smith works at Acme Corp"), lines
     assert len(lines) < 40
 
 
@@ -94,6 +95,7 @@ def test_demo_end_to_end_with_the_local_embedder(capsys, tmp_path):
                  "--quiet"]) == 0
     printed = capsys.readouterr().out
     assert "Q1:" in printed and "| naive |" in printed
+    assert "\u2713 = a gold passage" in printed and "    expected answer: " in printed  # the output's legend
     report = json.loads((out_dir / "results.json").read_text())
     assert report["questions"] == 1 and report["passages"] == 20
     from lightrag_prism.eval.bench import default_modes
@@ -133,7 +135,7 @@ def test_unsupported_types_are_refused_by_name(capsys, tmp_path, endpoint_env):
     # a new name: LightRAG keeps one process-wide store per workspace, which earlier tests in this process filled
     (docs / "quayle.txt").write_text("Bertha Quayle works at Zenith Mills in Lyon.")
     (docs / "image.png").write_bytes(b"\x89PNG")
-    assert main(["index", str(docs), "--working-dir", str(tmp_path / "w"), "--quiet"]) == 0
+    assert main(["index", str(docs), "--working-dir", str(tmp_path / "w"), "--quiet"]) == 3  # some files skipped
     out = capsys.readouterr()
     assert "skipped" in out.err and "image.png" in out.err and "Indexed 1 file(s)" in out.out
 
@@ -145,13 +147,108 @@ def test_files_without_text_are_reported_as_skipped_and_the_rest_indexed(capsys,
     (docs / "blank.md").write_text("\n \n")
     (docs / "shell.html").write_text("<html><head><title>t</title></head><body><script>x()</script></body></html>")
     (docs / "scan.pdf").write_bytes(minimal_pdf([]))  # a page without a text layer, as a scanner makes
-    assert main(["index", str(docs), "--working-dir", str(tmp_path / "w"), "--quiet"]) == 0
+    assert main(["index", str(docs), "--working-dir", str(tmp_path / "w"), "--quiet"]) == 3
     out = capsys.readouterr()
     skipped = sorted(line for line in out.err.splitlines() if line.startswith("skipped "))
     assert skipped == [f"skipped {docs / 'blank.md'}: no text (empty file)",
                        f"skipped {docs / 'scan.pdf'}: no text layer (a scanned PDF needs OCR first, e.g. ocrmypdf)",
                        f"skipped {docs / 'shell.html'}: no text outside scripts, styles and markup"], out.err
     assert "Indexed 1 file(s)" in out.out
+
+
+def test_a_folder_with_bad_files_indexes_the_readable_ones_and_names_each_skipped_one(capsys, tmp_path,
+                                                                                        endpoint_env, monkeypatch):
+    """A binary, an empty, a Latin-1 and an unreadable file beside a good one: the good one is indexed, each other
+    file is named with its reason, exit 3 (partly); the same folder without the bad files exits 0."""
+    import sys
+    from pathlib import Path
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "orvel.md").write_text("Anja Orvel runs the ferry between Kessa and Lunt.")
+    (docs / "python.txt").write_bytes(Path(sys.executable).resolve().read_bytes()[:65536])  # a real binary
+    (docs / "empty.txt").write_bytes(b"")
+    (docs / "latin.txt").write_bytes("Le café de la gare sert une crème brûlée réputée à Orléans.".encode("latin-1"))
+    (docs / "locked.txt").write_text("x")
+    read_bytes = Path.read_bytes
+
+    def locked(path):  # root reads any file: the refusal a user without the permission gets
+        if path.name == "locked.txt":
+            raise PermissionError(13, "Permission denied")
+        return read_bytes(path)
+
+    monkeypatch.setattr(Path, "read_bytes", locked)
+    assert main(["index", str(docs), "--working-dir", str(tmp_path / "w"), "--quiet"]) == 3
+    out = capsys.readouterr()
+    assert "Indexed 1 file(s)" in out.out
+    skipped = dict(line.removeprefix("skipped ").split(": ", 1) for line in out.err.splitlines()
+                   if line.startswith("skipped "))
+    assert sorted(skipped) == sorted(str(docs / n) for n in ("empty.txt", "latin.txt", "locked.txt", "python.txt"))
+    assert skipped[str(docs / "python.txt")] == "binary file, not .txt text"
+    assert skipped[str(docs / "empty.txt")] == "no text (empty file)"
+    assert skipped[str(docs / "locked.txt")] == "unreadable (Permission denied)"
+    latin = skipped[str(docs / "latin.txt")]
+    assert latin.startswith("not valid UTF-8 at byte 6") and "iconv -f " in latin, latin
+    assert "4 file(s) skipped" in out.err
+    for name in ("python.txt", "empty.txt", "latin.txt", "locked.txt"):
+        (docs / name).unlink()
+    assert main(["index", str(docs), "--working-dir", str(tmp_path / "w"), "--quiet"]) == 0
+    assert "skipped" not in capsys.readouterr().err
+
+
+def test_the_encoding_of_a_file_that_is_not_utf8_is_guessed():
+    from lightrag_prism.inputs import guess_encoding
+
+    text = "Straße, Größe, Übermaß: die Bäckerei in Köln öffnet um acht Uhr. " * 4
+    assert guess_encoding(text.encode("cp1252")) in {"CP1252", "CP1250"}  # the same bytes for these letters
+    assert guess_encoding("Le café sert une crème brûlée à Orléans.".encode("latin-1")) == "CP1252"
+    assert guess_encoding("Привет, как дела? Это текст на русском языке. ".encode("koi8-r") * 4) == "KOI8-R"
+
+
+def test_utf16_text_is_not_called_binary(tmp_path):
+    from lightrag_prism.inputs import InputError, read_document
+
+    path = tmp_path / "notes.txt"
+    path.write_text("Notes from the Kessa ferry office.", encoding="utf-16")
+    with pytest.raises(InputError, match="not valid UTF-8") as refused:
+        read_document(path)
+    assert "UTF-16" in str(refused.value)
+
+
+def test_serve_without_the_api_extra_is_one_line_with_the_command_that_installs_it(capsys, monkeypatch, tmp_path):
+    import sys
+
+    from lightrag_prism.errors import SOURCE_CHECKOUT
+
+    monkeypatch.setitem(sys.modules, "lightrag.api", None)  # as if FastAPI and LightRAG Server were not installed
+    monkeypatch.setattr(sys, "argv", list(sys.argv))  # serve rewrites sys.argv for LightRAG Server's parser
+    assert main(["serve", "--working-dir", str(tmp_path / "w")]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: lightrag-prism serve needs the api extra"), lines
+    # this checkout is installed with pip install -e: the command installs the extra from it, not from PyPI
+    assert lines[0].endswith(f"pip install -e '{SOURCE_CHECKOUT}[api]'"), lines
+
+
+def test_query_output_has_a_legend_and_an_excerpt_around_the_matching_sentence():
+    from lightrag_prism.cli import matching_excerpt, ranked_passages
+
+    text = ("Kessa is a fishing town. " * 12 + "The ferry to Lunt is run by Anja Orvel since 2004. "
+            + "Its harbour is small. " * 12)
+    excerpt = matching_excerpt(text, "Who runs the ferry to Lunt?")
+    assert excerpt.startswith("... The ferry to Lunt is run by Anja Orvel") and excerpt.endswith(" ...")
+    assert len(excerpt) <= 210
+    assert matching_excerpt("Short text.", "ferry") == "Short text."
+    tail = matching_excerpt("Kessa is a fishing town. " * 12 + "Anja Orvel runs the ferry.", "Who runs the ferry?")
+    assert tail.endswith("Anja Orvel runs the ferry.") and tail.startswith("... ")
+    chunks = [{"file_path": "a.md", "content": text, "score": 3.2, "found_by": "dense"},
+              {"file_path": "b.md", "content": "Lunt.", "score": 0.016, "found_by": "ppr"}]
+    lines = ranked_passages(chunks, "prism", "Who runs the ferry to Lunt?").splitlines()
+    assert lines[0] == ("[prism] best first; score: above 1: dense retrieval's top passages, kept first; below 1: "
+                        "share of the graph walk (PageRank); found by: dense = vector similarity, ppr = graph walk")
+    assert lines[1] == " 1. a.md  score 3.200  found by: dense"
+    stock = ranked_passages([{"file_path": "a.md", "content": "Lunt."}], "naive", "q").splitlines()
+    assert stock == ["[naive] best first, LightRAG's own order (its modes put no score on a passage)",
+                     " 1. a.md", "    Lunt."]
 
 
 def test_working_dir_errors_say_what_is_wrong(capsys, tmp_path):
@@ -308,4 +405,5 @@ def test_a_dead_llm_fails_every_mode_the_same_way_in_one_line(capsys, monkeypatc
         lines = out.err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: ") and out.out == "", (mode, out)
         assert dead in lines[0] and "connection refused" in lines[0] and ".." not in lines[0], (mode, lines)
+        assert lines[0].endswith("`--context-only` prints the retrieved passages without calling the LLM"), lines
         assert seconds < 5, (mode, seconds)

