@@ -231,5 +231,19 @@ def test_a_storage_whose_client_is_not_installed_names_the_extra(monkeypatch, tm
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pgvector" else real(name, *a))
-    with pytest.raises(ImportError, match=r"PGVectorStorage needs pgvector.*lightrag-prism\[servers\]"):
+    from lightrag_prism.errors import extra_install_hint
+
+    with pytest.raises(ImportError, match=r"PGVectorStorage needs pgvector") as refused:
         PrismRAG(working_dir=str(tmp_path), embedding_func=hash_embedding_func(), vector_storage="PGVectorStorage")
+    assert str(refused.value).endswith(extra_install_hint("servers"))
+
+
+def test_an_extra_is_installed_from_the_checkout_the_package_runs_from(monkeypatch, tmp_path):
+    """From a source checkout (pip install -e), the command installs the extra from it; otherwise from PyPI."""
+    from lightrag_prism import errors
+
+    (tmp_path / "setup.py").write_text("")
+    monkeypatch.setattr(errors, "SOURCE_CHECKOUT", tmp_path)
+    assert errors.extra_install_hint("api") == f"pip install -e '{tmp_path}[api]'"
+    monkeypatch.setattr(errors, "SOURCE_CHECKOUT", tmp_path / "site-packages")
+    assert errors.extra_install_hint("api") == "pip install 'lightrag-prism[api]'"

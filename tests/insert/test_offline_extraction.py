@@ -7,6 +7,7 @@ import logging
 
 import pytest
 
+from lightrag_prism.errors import extra_install_hint
 from lightrag_prism.insert import extraction
 from lightrag_prism.insert.extraction import get_extractor
 from lightrag_prism.insert.extraction.records import (
@@ -234,8 +235,9 @@ def test_missing_spacy_falls_back_to_regex_and_is_recorded(monkeypatch, caplog):
             status = extraction.extractor_status("auto")
         assert status["extractor"] == "regex" and "spaCy" in status["fallback_reason"]
         assert "falls back to the regex extractor" in caplog.text
-        with pytest.raises(ImportError, match=r"lightrag-prism\[local\]"):
+        with pytest.raises(ImportError, match=r"needs spaCy") as refused:
             get_extractor("spacy")
+        assert str(refused.value).endswith(extra_install_hint("local"))
     finally:
         monkeypatch.undo()
         get_extractor.cache_clear()
