@@ -26,7 +26,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -35,7 +34,7 @@ from lightrag_prism.eval.bench import (  # noqa: E402
     DEFAULT_CHUNK_TOKENS, KS, evaluate_mode, index_stats, load_dataset, open_index)
 from lightrag_prism.eval.datasets import Dataset, load_2wiki_corpus  # noqa: E402
 from lightrag_prism.eval.index import long_passages  # noqa: E402
-from lightrag_prism.eval.metrics import recall_at_ks  # noqa: E402
+from lightrag_prism.eval.metrics import paired_bootstrap, per_question_recall  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from _common import ResourceMonitor  # noqa: E402
@@ -54,19 +53,6 @@ def pooled_dataset(openie: bool) -> tuple[Dataset, dict[str, Dataset]]:
     name = "pooled-openie" if openie else "pooled"
     triples = sets["musique"].openie if openie else None
     return Dataset(name=name, passages=list(passages.values()), questions=[], openie=triples), sets
-
-
-def paired_bootstrap(ours: np.ndarray, base: np.ndarray, samples: int, seed: int = 0) -> dict:
-    """Mean of ``ours - base`` over questions and its 95% percentile interval over ``samples`` resamples."""
-    diff = ours - base
-    rng = np.random.default_rng(seed)
-    means = diff[rng.integers(0, len(diff), size=(samples, len(diff)))].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return {"mean": round(100 * diff.mean(), 1), "ci95": [round(100 * low, 1), round(100 * high, 1)]}
-
-
-def per_question_recall(gold: list, ranked: list, k: int) -> np.ndarray:
-    return np.array([recall_at_ks([g], [r], (k,))[k] for g, r in zip(gold, ranked)])
 
 
 async def score(rag, dataset: Dataset, modes: list[str], samples: int) -> tuple[dict, dict]:

@@ -1,12 +1,17 @@
-"""The benchmark: every query mode (from the registry) plus BM25 over the same passages.
+"""The benchmark: every query mode (from the registry) plus three baselines over the same passages.
 
     python -m lightrag_prism.eval.bench --dataset musique --questions 100
     lightrag-prism bench --modes naive,hybrid,prism,bm25
+    lightrag-prism bench --dataset pgdocs      # the PostgreSQL manual (apt-get install postgresql-doc-15)
+    lightrag-prism bench --dataset notes       # a small company's notes
 
-For each mode it reports passage recall@1/2/5/10 (HippoRAG's definition), HoVer's all-gold-in-top-21, and median
-and p95 per-query latency; it writes ``results.json``, ``results.md`` and ``results.png`` into ``--out``. The
-index is built once per working dir and reused. No LLM is used: modes run their documented offline fallbacks.
-New modes appear here as soon as they are registered in ``lightrag_prism.retrievers``.
+The baselines are what a user would pick instead of a graph: ``bm25`` (bm25s), ``dense`` (the chunk vectors'
+nearest neighbours, LightRAG's own vector store) and ``bm25+dense``, the two fused by reciprocal rank (k = 60), the
+"hybrid search" most RAG stacks ship. For each mode it reports passage recall@1/2/5/10 (HippoRAG's definition),
+HoVer's all-gold-in-top-21, median and p95 per-query latency, and the paired bootstrap of its R@2 and R@5 minus the
+best baseline's at that k (95% interval over the questions); it writes ``results.json``, ``results.md`` and
+``results.png`` into ``--out``. The index is built once per working dir and reused. No LLM is used: modes run their
+documented offline fallbacks. New modes appear here as soon as they are registered in ``lightrag_prism.retrievers``.
 """
 
 from __future__ import annotations
@@ -29,16 +34,22 @@ from ..retrievers import valid_modes
 from .bm25 import BM25Index
 from .datasets import Dataset, load_hotpotqa, load_musique
 from .index import index_passages, long_passages, openie_replay_llm, passage_lookup
-from .metrics import all_in_top_k, recall_at_ks, summarize_latencies
+from .metrics import (all_in_top_k, paired_bootstrap, per_question_recall, recall_at_ks, reciprocal_rank_fusion,
+                      summarize_latencies)
+from .notes import load_notes
+from .pgdocs import load_pgdocs
 
 KS = (1, 2, 5, 10)
+COMPARED_KS = (2, 5)  # each mode against the best baseline at these k
+BASELINES = ("bm25", "dense", "bm25+dense")
+BOOTSTRAP_SAMPLES = 2000
 DEFAULT_CHUNK_TOKENS = 1200  # LightRAG's chunk_token_size
 logger = logging.getLogger(__name__)
-LOADERS = {"musique": load_musique, "hotpotqa": load_hotpotqa}
+LOADERS = {"musique": load_musique, "hotpotqa": load_hotpotqa, "pgdocs": load_pgdocs, "notes": load_notes}
 
 
 def default_modes() -> list[str]:
-    return [m for m in valid_modes() if m != "bypass"] + ["bm25"]
+    return [m for m in valid_modes() if m != "bypass"] + list(BASELINES)
 
 
 def load_dataset(name: str, n_questions: int | None) -> Dataset:
@@ -129,6 +140,19 @@ def forget_query_caches(rag, cache=None) -> None:
         rag.tokenizer.clear()
 
 
+async def dense_ranking(rag, question: str, lookup: dict[str, str], k: int) -> list[str]:
+    """The passages whose chunk vectors are nearest the question's, best first (LightRAG's vector store)."""
+    rows = await rag.chunks_vdb.query(question, top_k=k)
+    return list(dict.fromkeys(lookup.get(str(r.get("content", "")).strip(), r.get("id")) for r in rows))
+
+
+async def rank_baseline(rag, mode: str, question: str, lookup: dict[str, str], bm25: BM25Index) -> list[str]:
+    depth = max(KS) * 3
+    lexical = [pid for pid, _ in bm25.search(question, k=depth)] if mode != "dense" else []
+    dense = await dense_ranking(rag, question, lookup, depth) if mode != "bm25" else []
+    return reciprocal_rank_fusion([lexical, dense]) if mode == "bm25+dense" else lexical or dense
+
+
 async def evaluate_mode(rag, mode: str, dataset: Dataset, bm25: BM25Index | None, progress: bool,
                         overrides: dict | None = None) -> tuple[dict, list[list[str]]]:
     """Run ``mode`` on every question: (summary metrics, ranked passage ids per question).
@@ -136,15 +160,15 @@ async def evaluate_mode(rag, mode: str, dataset: Dataset, bm25: BM25Index | None
 
     Each timed query starts cold (:func:`forget_query_caches`)."""
     lookup = passage_lookup(dataset)
-    name, knobs = parse_mode_spec(mode) if mode != "bm25" else (mode, {})
+    name, knobs = parse_mode_spec(mode) if mode not in BASELINES else (mode, {})
     knobs.update(overrides or {})
     retrieved, latencies, fallbacks = [], [], {}
     cache = embedding_cache_of(rag.embedding_func)
     for question in tqdm(dataset.questions, desc=f"{mode:>10}", unit="q", disable=not progress):
         forget_query_caches(rag, cache)
         start = time.perf_counter()
-        if mode == "bm25":
-            ranked, meta = [pid for pid, _ in bm25.search(question.text, k=max(KS) * 3)], {}
+        if mode in BASELINES:
+            ranked, meta = await rank_baseline(rag, mode, question.text, lookup, bm25), {}
         else:
             ranked, meta = await _rank_with_mode(rag, name, question.text, lookup, knobs)
         latencies.append((time.perf_counter() - start) * 1000)
@@ -164,18 +188,37 @@ def summarize(gold, retrieved, latencies, fallbacks) -> dict:
     }
 
 
+def compare_to_best_baseline(report: dict, gold: list, rankings: dict[str, list[list[str]]],
+                             samples: int = BOOTSTRAP_SAMPLES) -> None:
+    """``report["modes"][mode]["vs_best_baseline"]``: for k in COMPARED_KS, the paired bootstrap of the mode's
+    recall@k minus that of the baseline with the best recall@k (named), over the same questions."""
+    baselines = [b for b in BASELINES if b in rankings]
+    if not baselines:
+        return
+    for k in COMPARED_KS:
+        best = max(baselines, key=lambda b: report["modes"][b]["recall"][str(k)])
+        base = per_question_recall(gold, rankings[best], k)
+        for mode, ranked in rankings.items():
+            report["modes"][mode].setdefault("vs_best_baseline", {})[f"R@{k}"] = {
+                "baseline": best, **paired_bootstrap(per_question_recall(gold, ranked, k), base, samples)}
+
+
 def markdown_table(report: dict) -> str:
     index = report.get("index") or {}
     hubs = ", ".join(f"{name} ({degree})" for name, degree in index.get("top_degree", []))
+    best = next((r["vs_best_baseline"] for r in report["modes"].values() if "vs_best_baseline" in r), {})
+    versus = [f"R@{k} - {best[f'R@{k}']['baseline']} [95% CI]" for k in COMPARED_KS if f"R@{k}" in best]
     lines = [f"Dataset: {report['dataset']} ({report['questions']} questions, {report['passages']} passages); "
              f"graph from {report.get('graph_source', 'openie')}: {index.get('entities')} entities, "
              f"{index.get('relations')} relations, built in {index.get('build_seconds')} s", "",
              f"Highest degree: {hubs}", "",
-             "| mode | R@1 | R@2 | R@5 | R@10 | all-in-top-21 | median ms | p95 ms |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| mode | R@1 | R@2 | R@5 | R@10 | all-in-top-21 | " + "".join(f"{v} | " for v in versus)
+             + "median ms | p95 ms |", "|---|---|---|---|---|---|" + "---|" * len(versus) + "---|---|"]
     for mode, r in report["modes"].items():
         rc, lat = r["recall"], r["latency_ms"]
-        lines.append(f"| {mode} | {rc['1']} | {rc['2']} | {rc['5']} | {rc['10']} | {r['all_in_top_21']} | "
+        cells = [r["vs_best_baseline"][f"R@{k}"] for k in COMPARED_KS if f"R@{k}" in r.get("vs_best_baseline", {})]
+        diffs = "".join(f"{c['mean']:+.1f} [{c['ci95'][0]:+.1f}, {c['ci95'][1]:+.1f}] | " for c in cells)
+        lines.append(f"| {mode} | {rc['1']} | {rc['2']} | {rc['5']} | {rc['10']} | {r['all_in_top_21']} | {diffs}"
                      f"{lat['median']} | {lat['p95']} |")
     return "\n".join(lines) + "\n"
 
@@ -206,7 +249,7 @@ async def run_bench(dataset_name: str = "musique", questions: int | None = None,
                     progress: bool = True, text_only: bool = False, query_runtime: str = "numpy"
                     ) -> tuple[dict[str, Any], Dataset, dict[str, list[list[str]]]]:
     modes = modes or default_modes()
-    unknown = [m for m in modes if m != "bm25" and parse_mode_spec(m)[0] not in valid_modes()]
+    unknown = [m for m in modes if m not in BASELINES and parse_mode_spec(m)[0] not in valid_modes()]
     if unknown:
         raise ValueError(f"Unknown mode(s) {unknown}. Valid: {', '.join(default_modes())}")
     dataset = load_dataset(dataset_name, questions)
@@ -215,7 +258,7 @@ async def run_bench(dataset_name: str = "musique", questions: int | None = None,
     start = time.perf_counter()
     rag = await open_index(dataset, work, progress=progress, text_only=text_only, query_runtime=query_runtime)
     build_seconds = time.perf_counter() - start
-    bm25 = BM25Index(dataset.passages) if "bm25" in modes else None
+    bm25 = BM25Index(dataset.passages) if set(BASELINES) & set(modes) else None
     report = {"dataset": dataset.name, "questions": len(dataset.questions), "passages": len(dataset.passages),
               "graph_source": graph_source, "index": await index_stats(rag, build_seconds), "modes": {}}
     rankings = {}
@@ -224,6 +267,7 @@ async def run_bench(dataset_name: str = "musique", questions: int | None = None,
             report["modes"][mode], rankings[mode] = await evaluate_mode(rag, mode, dataset, bm25, progress)
     finally:
         await rag.finalize_storages()
+    compare_to_best_baseline(report, [q.gold_passage_ids for q in dataset.questions], rankings)
     write_report(report, Path(out))
     return report, dataset, rankings
 

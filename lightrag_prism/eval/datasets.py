@@ -121,7 +121,8 @@ class Dataset:
         return {p.id: p for p in self.passages}
 
     def subset(self, n_questions: int) -> "Dataset":
-        """The first ``n_questions`` questions and the union of their candidate paragraphs.
+        """The first ``n_questions`` questions and the union of their candidate paragraphs (every passage when the
+        questions name no candidates).
 
         Passages keep corpus order; OpenIE is restricted to them and ``invalid_triples``
         recounted over them.
@@ -130,6 +131,8 @@ class Dataset:
             raise ValueError(f"n_questions must be >= 0, got {n_questions}")
         questions = self.questions[:n_questions]
         keep = {pid for q in questions for pid in q.passage_ids}
+        if not keep:  # questions over the whole corpus (no candidate paragraphs): every passage stays
+            return dataclasses.replace(self, questions=questions)
         passages = [p for p in self.passages if p.id in keep]
         openie = None if self.openie is None else {pid: self.openie[pid] for pid in keep if pid in self.openie}
         invalid = sum(o.n_invalid for o in openie.values()) if openie else 0

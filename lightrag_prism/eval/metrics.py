@@ -22,6 +22,9 @@ __all__ = [
     "query_all_in_top_k",
     "all_in_top_k",
     "summarize_latencies",
+    "per_question_recall",
+    "paired_bootstrap",
+    "reciprocal_rank_fusion",
 ]
 
 
@@ -91,3 +94,31 @@ def summarize_latencies(ms_list: Iterable[float]) -> dict[str, float]:
     if values.size == 0:
         return {"median": float("nan"), "p95": float("nan")}
     return {"median": float(np.median(values)), "p95": float(np.percentile(values, 95))}
+
+
+def per_question_recall(gold: Sequence[Iterable[Hashable]], retrieved: Sequence[Sequence[Hashable]], k: int
+                        ) -> np.ndarray:
+    """:func:`query_recall` of each query, as an array (the input of :func:`paired_bootstrap`)."""
+    _check_k(k)
+    _check_lengths(gold, retrieved)
+    return np.array([query_recall(g, r, k) for g, r in zip(gold, retrieved)], dtype=float)
+
+
+def paired_bootstrap(ours: np.ndarray, base: np.ndarray, samples: int = 2000, seed: int = 0) -> dict:
+    """Mean of ``ours - base`` over the same queries, in points, and its 95% percentile interval over ``samples``
+    resamples of the queries (with replacement)."""
+    diff = np.asarray(ours, dtype=float) - np.asarray(base, dtype=float)
+    rng = np.random.default_rng(seed)
+    means = diff[rng.integers(0, len(diff), size=(samples, len(diff)))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return {"mean": round(100 * float(diff.mean()), 1), "ci95": [round(100 * float(low), 1), round(100 * float(high), 1)]}
+
+
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hashable]], k: int = 60) -> list[Hashable]:
+    """Items of several rankings ordered by the sum of ``1 / (k + rank)`` (rank from 1) over the rankings that hold
+    them (Cormack et al. 2009; k = 60 as there); ties keep first appearance."""
+    scores: dict[Hashable, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+    return sorted(scores, key=lambda item: -scores[item])

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 
 from lightrag_prism.eval.metrics import (
@@ -69,3 +70,31 @@ def test_summarize_latencies():
     assert summarize_latencies([7.0]) == {"median": 7.0, "p95": 7.0}
     empty = summarize_latencies([])
     assert math.isnan(empty["median"]) and math.isnan(empty["p95"])
+
+
+def test_reciprocal_rank_fusion_against_the_formula():
+    from lightrag_prism.eval.metrics import reciprocal_rank_fusion
+
+    fused = reciprocal_rank_fusion([["a", "b", "c"], ["c", "d"]], k=60)
+    expected = {"a": 1 / 61, "b": 1 / 62, "c": 1 / 63 + 1 / 61, "d": 1 / 62}
+    assert fused == sorted(expected, key=lambda item: (-expected[item], "abcd".index(item)))
+    assert fused[0] == "c" and fused[1:3] == ["a", "b"]  # b and d tie: first appearance first
+
+
+def test_paired_bootstrap_against_a_plain_loop():
+    import random
+
+    from lightrag_prism.eval.metrics import paired_bootstrap, per_question_recall
+
+    ours = per_question_recall([["g1", "g2"], ["g3"], ["g4", "g5"], ["g6"]],
+                               [["g1", "x", "g2"], ["x", "g3"], ["g4"], ["x"]], 2)
+    assert ours.tolist() == [0.5, 1.0, 0.5, 0.0]
+    base = np.array([0.0, 1.0, 0.5, 0.5])
+    result = paired_bootstrap(ours, base, samples=4000, seed=1)
+    assert result["mean"] == pytest.approx(100 * (ours - base).mean(), abs=0.05)
+    rng = random.Random(2)  # an independent resampling: its interval must agree to about a point
+    diffs = (ours - base).tolist()
+    means = sorted(sum(rng.choice(diffs) for _ in diffs) / len(diffs) for _ in range(4000))
+    assert result["ci95"][0] == pytest.approx(100 * means[100], abs=2.0)
+    assert result["ci95"][1] == pytest.approx(100 * means[3899], abs=2.0)
+    assert paired_bootstrap(base, base)["ci95"] == [0.0, 0.0]
