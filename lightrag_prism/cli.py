@@ -52,7 +52,7 @@ SCORE_MEANINGS = {
     "tournament": "wins in the pairwise LLM tournament, scaled to 0-1 (without an LLM: 1 - rank/n of dense retrieval)",
 }
 STOCK_ORDER = "LightRAG's own order (its modes put no score on a passage)"
-FOUND_BY_MEANINGS = {"dense": "vector similarity", "ppr": "graph walk", "fact": "a matching fact",
+FOUND_BY_MEANINGS = {"dense": "vector similarity", "bm25": "the question's words (BM25)", "ppr": "graph walk", "fact": "a matching fact",
                      "seed": "a named entity", "fidelis": "a reasoning path", "listwise": "LLM rerank",
                      "tournament": "LLM comparisons"}
 

@@ -65,6 +65,14 @@ class PrismQueryParam(QueryParam):
     hipporag_dense_head: int = 2
     # entities the query names exactly are seeds too (as in prism), beside the facts
     hipporag_name_linking: bool = True
+    # prism and hipporag: the question's words count in the first stage (the head, the passages' PPR weights) as
+    # BM25 counts them, fused with the dense scores by reciprocal rank, the lexical rank weighted by lexical_weight
+    # (retrievers/lexical.py); 0 (default): dense alone, as measured best where the graph ranks (docs/prism.md)
+    lexical_weight: float = 0.0
+    # prism and hipporag: a graph with fewer relations per passage than this has too little to say: the passages
+    # are ranked by the BM25 + dense fusion instead (recorded in the fallbacks); 0 turns the check off
+    thin_graph_relations: float = 4.0
+
     # prism and hipporag: the dense head's passages after the first are picked by maximal marginal relevance,
     # dense score - dense_head_novelty x cosine to the head so far (0 = dense order; docs/prism.md, "The head")
     dense_head_novelty: float = 0.3
@@ -99,7 +107,7 @@ class PrismQueryParam(QueryParam):
             if value is not None and not 0.0 < value < 1.0:
                 raise ValueError(f"{name} must be in (0, 1), got {value!r}")
         for name in ("ppr_edge_floor", "prism_expansion_weight", "prism_passage_weight", "prism_head_seed_weight",
-                     "dense_head_novelty"):
+                     "dense_head_novelty", "lexical_weight", "thin_graph_relations"):
             value = getattr(self, name)
             if value < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")

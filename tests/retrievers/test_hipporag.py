@@ -50,10 +50,12 @@ async def make_rag(server, tmp_path, llm: bool = True):
 
 
 HIPPORAG2_LINKING = {"linking_top_k": 5, "passage_node_weight": 0.05}  # HippoRAG 2's values (defaults: 10, 0.1)
+# these tests walk a graph of a few passages, far thinner than thin_graph_relations: the check is off, so the walk ranks
+WALK = {"thin_graph_relations": 0}
 
 
 async def query(rag, **param) -> tuple[list[dict], dict]:
-    param = {**HIPPORAG2_LINKING, **param}
+    param = {**HIPPORAG2_LINKING, **WALK, **param}
     data = await rag.aquery_data(QUESTION, param=QueryParam(mode="hipporag", **param))
     return data["data"]["chunks"], data["metadata"]["prism"]
 
@@ -196,6 +198,7 @@ async def test_no_surviving_fact_falls_back_to_dense(scripted_server, tmp_path):
     chunks, meta = await query(rag)
     assert "no fact survived" in fallback_steps(meta)["hipporag_ppr"]
     assert meta["hipporag"]["ranking"] == "dense" and meta["hipporag_invented_facts"] == 1
+    assert "first-stage ranking (dense)" in fallback_steps(meta)["hipporag_ppr"]
     assert all(c["found_by"] == "dense" for c in chunks) and top_content(chunks) == PASSAGES["y"]
     await rag.finalize_storages()
 
@@ -210,7 +213,8 @@ async def test_the_head_takes_a_novel_passage_over_a_near_copy_of_the_first(scri
                                                                              head_knob):
     """The dense head of two is dense's best passage, then maximal marginal relevance among the dense top ten
     (``dense_head_novelty``): a near copy of the first passage gives way to the other hop; with novelty 0 the head
-    is dense's first two, as before. The expectation is computed from the store's own vectors."""
+    is dense's first two, as before. The expectation is computed from the store's own vectors (``lexical_weight=0``,
+    the default: the first stage is the dense scores)."""
     kwargs = lightrag_kwargs(scripted_server, tmp_path, dim=256)
     kwargs.pop("llm_model_func")
     rag = LightRAG(**kwargs)
@@ -232,7 +236,7 @@ async def test_the_head_takes_a_novel_passage_over_a_near_copy_of_the_first(scri
     assert heads[0.3][1] != NEAR_COPY  # the case this test is about
     for novelty, expected in heads.items():
         data = await rag.aquery_data(QUESTION, param=QueryParam(mode=mode, chunk_top_k=5, dense_head_novelty=novelty,
-                                                                **{head_knob: 2}))
+                                                                lexical_weight=0, **WALK, **{head_knob: 2}))
         chunks = data["data"]["chunks"]
         assert [c["content"] for c in chunks[:2]] == expected
         assert [c["found_by"] for c in chunks[:2]] == ["dense", "dense"]

@@ -22,7 +22,9 @@ pytestmark = pytest.mark.asyncio
 
 
 def qp(mode: str, **kw) -> QueryParam:
-    return QueryParam(**{"mode": mode, "ll_keywords": LL, "hl_keywords": HL, "top_k": 2, "enable_rerank": False, **kw})
+    """These tests walk a graph of a few passages, far thinner than ``thin_graph_relations``: the check is off."""
+    return QueryParam(**{"mode": mode, "ll_keywords": LL, "hl_keywords": HL, "top_k": 2, "enable_rerank": False,
+                         "thin_graph_relations": 0, **kw})
 
 
 def qp_one_seed(**kw) -> QueryParam:
@@ -320,7 +322,8 @@ async def test_nothing_linked_seeds_the_nearest_entity_and_records_it(rag):
     nearest = max((n for n, *_ in ENTITIES), key=lambda n: float(
         hash_vector(f"{n}\n{next(d for m, _, d, _ in ENTITIES if m == n)}") @ hash_vector(query)))
     assert seeds == [nearest]
-    assert [f["step"] for f in result["metadata"]["prism"]["fallbacks"]][-1] == "prism_seeds"
+    steps = [f["step"] for f in result["metadata"]["prism"]["fallbacks"]]
+    assert "prism_seeds" in steps and steps[-1] == "thin_graph"  # a graph of a few passages: the fusion ranks
     assert len(chunk_ids(result)) == len(CHUNKS)
 
 
@@ -347,8 +350,8 @@ async def test_the_dense_head_seeds_the_walk_with_the_entity_seeds_mass(rag, mon
         return real(graph, entity_weights, passage_weights, edge_factor, damping)
 
     monkeypatch.setattr(prism.pr, "passage_ppr", spy)
-    result = await rag.aquery_data(query, qp_one_seed(chunk_top_k=5))
-    off = await rag.aquery_data(query, qp_one_seed(chunk_top_k=5, prism_head_seed_weight=0.0))
+    result = await rag.aquery_data(query, qp_one_seed(chunk_top_k=5, lexical_weight=0))  # a dense head
+    off = await rag.aquery_data(query, qp_one_seed(chunk_top_k=5, prism_head_seed_weight=0.0, lexical_weight=0))
     (entities, passages), (_, passages_off) = calls
     head = {chunk_ids(result)[0], chunk_ids(result)[1]}  # prism_dense_head=2: the two best dense chunks go first
     assert head == set(dense_order(query)[:2]) and chunk_ids(off)[:2] == chunk_ids(result)[:2]
@@ -386,3 +389,30 @@ async def test_fastrp_thread_runs_tasks_in_a_child_forked_after_it_ran():
         os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+@pytest.mark.parametrize("mode", ["prism", "hipporag"])
+async def test_a_thin_graph_ranks_the_passages_by_the_bm25_dense_fusion(rag, mode):
+    """This graph has fewer relations per passage than ``thin_graph_relations``: the passages come in the order of
+    the BM25 + dense reciprocal-rank fusion (computed here with bm25s and the test embedder), the fallback says why,
+    and the entities the walk found still make the context. With the check off, the walk ranks them."""
+    from lightrag_prism.eval.bm25 import BM25Index
+    from lightrag_prism.eval.datasets import Passage
+    from lightrag_prism.eval.metrics import reciprocal_rank_fusion
+
+    query = "What stream passes Alice Vance's birthplace?"
+    result = await rag.aquery_data(query, QueryParam(mode=mode, chunk_top_k=len(CHUNKS)))
+    fallbacks = {f["step"]: f["reason"] for f in result["metadata"]["prism"]["fallbacks"]}
+    snap = await rag.graph_snapshot()
+    assert snap.num_edges / len(CHUNKS) < 4 and "relations per passage" in fallbacks["thin_graph"]
+    bm25 = BM25Index([Passage(chunk_id_of(a), "", text) for a, text in CHUNKS.items()])
+    lexical = [pid for pid, _ in bm25.search(query, k=len(CHUNKS))]
+    expected = reciprocal_rank_fusion([dense_order(query), lexical])
+    # the last two tie (cosine 0 to the query, no word in common): their order is the index's
+    assert chunk_ids(result)[:3] == expected[:3] and set(chunk_ids(result)) == set(expected)
+    assert {c["found_by"] for c in result["data"]["chunks"]} == {"dense+bm25"}
+    if mode == "prism":
+        assert result["data"]["entities"]  # the context still has the entities the walk found
+    walked = await rag.aquery_data(query, QueryParam(mode=mode, chunk_top_k=len(CHUNKS), thin_graph_relations=0))
+    assert "thin_graph" not in {f["step"] for f in walked["metadata"]["prism"]["fallbacks"]}
+    assert "ppr" in {c["found_by"] for c in walked["data"]["chunks"]}

@@ -59,6 +59,36 @@ def load_pipeline():
     return spacy.load(SPACY_MODEL, disable=["lemmatizer"])
 
 
+_HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*$")  # a Markdown ATX heading
+_LIST_MARKER = re.compile(r"^(?:[-*+]|\d{1,3}[.)])\s+")
+_EMPHASIS = re.compile(r"(\*\*|__|`)")
+_FENCE = re.compile(r"^(```|~~~)")
+
+
+def prose_lines(text: str) -> tuple[str | None, list[str]]:
+    """(title, the lines to read) of a chunk, Markdown read as structure: a heading on the first line is the
+    chunk's title (without its ``#``), a later heading names a section, not an entity, and is left out; list
+    markers and emphasis marks go; code blocks are left out (code is not prose). A plain first line is the title
+    when it looks like one (:func:`title_of`), as in Wikipedia-style passages."""
+    lines, in_code, title = [], False, None
+    for raw in str(text).splitlines():
+        line = raw.strip()
+        if _FENCE.match(line):
+            in_code = not in_code
+            continue
+        if in_code or not line:
+            continue
+        heading = _HEADING.match(line)
+        if heading:
+            if not lines and title is None:
+                title = title_of(heading.group(1))
+            continue
+        lines.append(_EMPHASIS.sub("", _LIST_MARKER.sub("", line)))
+    if title is None and len(lines) > 1 and title_of(lines[0]):
+        title, lines = title_of(lines[0]), lines[1:]
+    return title, lines
+
+
 def title_of(line: str) -> str | None:
     """The entity name a title line stands for, or None when ``line`` does not look like a title."""
     text = line.strip()
@@ -306,11 +336,7 @@ class SpacyExtractor:
         self.batch_size = batch_size
 
     def extract(self, texts: list[str]) -> list[ChunkExtraction]:
-        plans = []
-        for text in texts:
-            lines = [line.strip() for line in str(text).splitlines() if line.strip()]
-            title = title_of(lines[0]) if len(lines) > 1 else None
-            plans.append((title, lines[1:] if title else lines))
+        plans = [prose_lines(text) for text in texts]
         with _lock:  # one pipeline, several event loops
             docs = iter(self.nlp.pipe([line for _, lines in plans for line in lines], batch_size=self.batch_size))
             parsed = [(title, [next(docs) for _ in lines]) for title, lines in plans]

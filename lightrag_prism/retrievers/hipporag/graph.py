@@ -41,6 +41,7 @@ from ...plugin_state import find_plugin_state
 from ...snapshot import GraphSnapshot, node_moves
 from ...vectors import chunk_records, vectors_carrying
 from .index import EmbeddingIndex, IndexRows
+from ..lexical import Lexicon, LexicalIndex, fused_scores
 from ..passage_rank import PASSAGE_PPR_DTYPE, PassageGraph, build_passage_graph, dense_head_rows
 
 logger = logging.getLogger(__name__)
@@ -124,6 +125,7 @@ class HippoState:
     name_index: EmbeddingIndex
     fact_index: EmbeddingIndex
     synonyms: SynonymState = field(default_factory=SynonymState)
+    lexicon: Lexicon = field(default_factory=Lexicon)  # each passage tokenized once (retrievers/lexical.py)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
@@ -164,6 +166,7 @@ class HippoGraph:
     name_rows: IndexRows  # the name index's row of each entity
     synonym_token: object  # ``SynonymState.token`` after its update (the next view may carry it by node moves)
     records_read_at: int | None  # the text_chunks write log's position when the records were read (None: no log)
+    lexical: LexicalIndex  # BM25 over the passages (the lexical channel)
     build_seconds: dict[str, float]
 
     @functools.cached_property
@@ -180,6 +183,12 @@ class HippoGraph:
             return np.zeros(0)
         dense = self.passage_vectors @ query_vector
         return dense if valid.all() else np.where(valid, dense, dense[valid].min() if valid.any() else 0.0)
+
+    def first_stage(self, query_vector: np.ndarray, question: str, lexical_weight: float) -> np.ndarray:
+        """The passage scores that pick the head and weight the passages in the PPR's personalization: the dense
+        scores, or with a lexical weight their reciprocal-rank fusion with BM25 (``retrievers/lexical.py``)."""
+        dense = self.dense_scores(query_vector)
+        return fused_scores(dense, self.lexical.scores(question), lexical_weight) if lexical_weight > 0 else dense
 
     def head_rows(self, dense: np.ndarray, head: int, novelty: float) -> np.ndarray:
         """The head passages (``passage_rank.dense_head_rows``) among the passages text_chunks still holds."""
@@ -306,6 +315,9 @@ async def hipporag_graph(rag, snapshot: GraphSnapshot, base: GraphSnapshot | Non
             written = log.since(base_view.records_read_at)
             log.forget_through(base_view.records_read_at)  # later views carry from this one or read whole
         ids, data, vectors, valid = await _passages(rag, snapshot, base_view, written)
+        start = time.perf_counter()
+        lexical = await asyncio.to_thread(LexicalIndex.build, state.lexicon, ids, [d["content"] for d in data])
+        timings["lexical"] = time.perf_counter() - start
         structure = build_passage_graph(snapshot, synonyms, passage_incidence(snapshot, len(ids)))
         transition = transition_matrix(structure.weighted()[0], symmetric=True, dtype=PASSAGE_PPR_DTYPE)
         num_chunks = np.asarray(snapshot.entity_chunks.sum(axis=1)).ravel() if names else np.zeros(0)
@@ -315,6 +327,6 @@ async def hipporag_graph(rag, snapshot: GraphSnapshot, base: GraphSnapshot | Non
                           transition=transition,
                           n_synonym_edges=len(state.synonyms.pairs), synonyms=synonyms, name_rows=name_rows,
                           synonym_token=state.synonyms.token, records_read_at=records_read_at,
-                          build_seconds=timings)
+                          lexical=lexical, build_seconds=timings)
         snapshot.derived["hipporag_graph"] = view
         return view

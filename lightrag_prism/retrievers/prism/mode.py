@@ -28,7 +28,8 @@ from ...snapshot import GraphSnapshot
 from ...vectors import chunk_matrix
 from . import expand as px
 from .. import passage_rank as pr
-from ..hipporag.mode import MIN_KEPT_FACT_SCORE, dense_head, passage_items, seed_weights
+from ..hipporag.mode import (MIN_KEPT_FACT_SCORE, dense_head, first_stage_found_by, fusion_items, passage_items,
+                             seed_weights, thin_graph)
 from ..hipporag.facts import fact_view, rank_facts
 from ..hipporag.graph import HippoGraph, hipporag_graph
 from ..recognition import filter_retrieval
@@ -193,9 +194,11 @@ async def _linked_seeds(ctx, snap, sig: px.QuerySignals) -> tuple[np.ndarray, np
 def _ranked_chunks(hippo: HippoGraph, scores: np.ndarray, dense: np.ndarray, head_rows: np.ndarray, param,
                    ranked_by: str):
     """The top chunks by ``scores`` (PPR probabilities), after the head passages (``head_rows``)."""
+    first = first_stage_found_by(param)
     if ranked_by == "dense":
-        return passage_items(hippo, dense, _cap(param), "dense")
-    return passage_items(hippo, dense_head(scores, head_rows), _cap(param), ranked_by, head_above=1.0)  # head > 1
+        return passage_items(hippo, dense, _cap(param), first)
+    return passage_items(hippo, dense_head(scores, head_rows), _cap(param), (ranked_by,), head_above=1.0,  # head > 1
+                         head_found_by=first)
 
 
 def _ppr_feed(seed_vec: np.ndarray, feed: np.ndarray, num_chunks: np.ndarray, weight: float) -> np.ndarray:
@@ -226,7 +229,7 @@ async def retrieve(ctx) -> Retrieval:
     seed_vec, fact_ids, fact_scores = await _linked_seeds(ctx, snap, sig)
     seeds = np.flatnonzero(seed_vec)
     seeds = seeds[np.lexsort((seeds, -seed_vec[seeds]))]
-    dense = hippo.dense_scores(sig.query_vec)
+    dense = hippo.first_stage(sig.query_vec, ctx.query, param.lexical_weight)
     head_rows = hippo.head_rows(dense, param.prism_dense_head, param.dense_head_novelty)
     passage_scores = {}
 
@@ -253,7 +256,10 @@ async def retrieve(ctx) -> Retrieval:
     retrieval = ctx.retrieval
     retrieval.entities = seed_items + new_entities
     retrieval.relations = fact_items + new_relations
-    if "ppr" in passage_scores:
+    thin = thin_graph(snap, hippo, param)
+    if thin:  # the entities and relations above still make the answer's context
+        retrieval.chunks = fusion_items(ctx, hippo, sig.query_vec, _cap(param), thin)
+    elif "ppr" in passage_scores:
         retrieval.chunks = _ranked_chunks(hippo, passage_scores["ppr"], dense, head_rows, param, "ppr")
     else:  # an empty graph: LightRAG answers "no results" for a KG mode without entities anyway
         retrieval.chunks = _ranked_chunks(hippo, dense, dense, head_rows, param, "dense")
