@@ -57,7 +57,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_pooled import pooled_dataset  # noqa: E402
 
 from lightrag_prism.eval.bench import (  # noqa: E402
-    _rank_with_mode, forget_query_caches, open_index, passage_lookup)
+    _rank_with_mode, forget_query_caches, open_index, parse_mode_spec, passage_lookup)
 from lightrag_prism.retrievers.prism.expand import FASTRP_THREAD  # noqa: E402
 
 EMBED, TOKENIZER = "embedding the question", "tokenizer (LightRAG's counts)"
@@ -194,16 +194,18 @@ async def profile_versus_own(rags: dict[str, object], dataset, modes: list[str],
     for question in asked[:3]:  # warm-up: views, first-use imports, a variant's own
         for mode, name in pairs:
             base_mode, _, variant = mode.partition("~")
+            spec, knobs = parse_mode_spec(base_mode)
             with VARIANTS[variant](rags[name]) if variant else contextlib.nullcontext():
-                await _rank_with_mode(rags[name], base_mode, question.text, lookup, {})
+                await _rank_with_mode(rags[name], spec, question.text, lookup, knobs)
     for i, question in enumerate(asked):
         for mode, name in pairs[i % len(pairs):] + pairs[:i % len(pairs)]:
             forget_query_caches(rags[name])
             base_mode, _, variant = mode.partition("~")
+            spec, knobs = parse_mode_spec(base_mode)  # "prism:thin_graph_relations=0": a mode with knobs
             with VARIANTS[variant](rags[name]) if variant else contextlib.nullcontext():
                 times.start()
                 start = time.perf_counter()
-                await _rank_with_mode(rags[name], base_mode, question.text, lookup, {})
+                await _rank_with_mode(rags[name], spec, question.text, lookup, knobs)
                 times.finish(f"{mode} {name}".strip(), time.perf_counter() - start)
 
 

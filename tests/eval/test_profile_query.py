@@ -18,6 +18,9 @@ from tests.retrievers._kg import CHUNKS, DIM, QUERY, _embed, make_rag
 pytestmark = pytest.mark.asyncio
 ROOT = Path(__file__).resolve().parents[2]
 EMBED_SECONDS = 0.03  # a question's embedding takes this long here: long enough to show where it is counted
+# the toy graph is far thinner than thin_graph_relations: with the check off, the walk ranks and its stages run
+PRISM, HIPPORAG = "prism:thin_graph_relations=0", "hipporag:thin_graph_relations=0"
+WALKED = [PRISM, HIPPORAG]
 
 
 async def _slow_embed(texts, **kwargs):
@@ -47,7 +50,7 @@ async def _profile_all_modes(pq, rag, times, timer_in_place) -> None:
     try:
         with times.installed():
             assert timer_in_place()
-            await pq.profile(rag, _toy_dataset(), ["naive", "prism", "hipporag"], 2, times)
+            await pq.profile(rag, _toy_dataset(), ["naive", *WALKED], 2, times)
     finally:
         await rag.finalize_storages()
 
@@ -61,8 +64,7 @@ async def test_stage_timers_account_for_each_query_and_are_removed_after(tmp_pat
     await _profile_all_modes(pq, rag, times, lambda: passage_rank.passage_ppr is not original_ppr)
     assert passage_rank.passage_ppr is original_ppr  # the run leaves no timer behind
 
-    assert {mode: len(queries) for mode, queries in times.per_mode.items()} == {"naive": 2, "prism": 2,
-                                                                              "hipporag": 2}
+    assert {mode: len(queries) for mode, queries in times.per_mode.items()} == {"naive": 2, PRISM: 2, HIPPORAG: 2}
     ppr = "  PPR over entities and passages"
     for mode, queries in times.per_mode.items():
         for stages in queries:
@@ -76,10 +78,10 @@ async def test_stage_timers_account_for_each_query_and_are_removed_after(tmp_pat
             else:
                 assert stages[pq.RETRIEVER] >= stages[ppr] + stages["  fact scan"] > 0
     fastrp = "  FastRP (its own thread)"
-    assert fastrp in times.per_mode["prism"][0] and fastrp not in times.per_mode["hipporag"][0]
+    assert fastrp in times.per_mode[PRISM][0] and fastrp not in times.per_mode[HIPPORAG][0]
 
     medians = times.medians()
-    table = pq.table(medians, ["naive", "prism", "hipporag"])
+    table = pq.table(medians, ["naive", *WALKED])
     assert "| - PPR over entities and passages | - |" in table
     ratio_row = table.splitlines()[-1]
     assert ratio_row.startswith("| whole query / naive's | 1.00x |")
@@ -193,7 +195,7 @@ async def test_fine_parts_fall_inside_their_stages_and_the_rest_is_what_they_lea
     assert PassageGraph.weighted is original_weighted
 
     parts = [label for label, _, _ in pq.FINE_STAGES if not label.startswith("    ")]
-    for stages in times.per_mode["prism"]:
+    for stages in times.per_mode[PRISM]:
         for label in ("  linking (facts and names)", "  dense passage scores", "    per-query weights",
                       "    CG solve", "  top nodes", "  fusion", "  seed and fact items", "  ranked chunks"):
             assert stages[label] > 0, label
@@ -202,7 +204,7 @@ async def test_fine_parts_fall_inside_their_stages_and_the_rest_is_what_they_lea
                                                                    "  expanded items"])
         assert stages[pq.RETRIEVER_REST] == pytest.approx(stages[pq.RETRIEVER] - on_path)
         assert stages[pq.RETRIEVER_REST] >= 0
-    for stages in times.per_mode["hipporag"]:  # its PPR solves through the same CG
+    for stages in times.per_mode[HIPPORAG]:  # its PPR solves through the same CG
         assert stages[pq.PPR] >= stages["    CG solve"] > 0 and "    per-query weights" not in stages
     assert all(pq.RETRIEVER_REST not in stages for stages in times.per_mode["naive"])
 
@@ -210,7 +212,7 @@ async def test_fine_parts_fall_inside_their_stages_and_the_rest_is_what_they_lea
     for mode, queries in times.per_mode.items():  # two queries: 95% of the way from the faster to the slower
         fast, slow = sorted(1000 * q["whole query"] for q in queries)
         assert p95[mode] == pytest.approx(fast + 0.95 * (slow - fast), abs=0.01)
-    rows = [row.split(" | ")[0] for row in pq.table(times.medians(), ["naive", "prism"], times.stages).splitlines()]
+    rows = [row.split(" | ")[0] for row in pq.table(times.medians(), ["naive", PRISM], times.stages).splitlines()]
     ppr = rows.index("| - PPR over entities and passages")
     assert rows[ppr + 1:ppr + 3] == ["| - - per-query weights", "| - - CG solve"]
     assert rows.index("| - rest of the retriever") == rows.index("| tokenizer (LightRAG's counts)") - 1

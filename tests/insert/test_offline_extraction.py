@@ -247,3 +247,25 @@ def test_missing_spacy_falls_back_to_regex_and_is_recorded(monkeypatch, caplog):
 def test_unknown_extractor_name_lists_the_valid_ones():
     with pytest.raises(ValueError, match="auto, spacy, regex"):
         get_extractor("gliner")
+
+
+def test_markdown_is_read_as_structure_a_heading_is_never_an_entity_text():
+    from lightrag_prism.insert.extraction.spacy_extractor import prose_lines
+
+    text = ("# Acme Robotics\n\nAcme Robotics builds robots.\n\n## History\n\n- **Founded** in 2011 by Ines Vale.\n"
+            "1. Moved to Port Wenna.\n```python\nrobot = Acme()\n```\nIts headquarters are in Port Wenna.")
+    title, lines = prose_lines(text)
+    assert title == "Acme Robotics"
+    assert lines == ["Acme Robotics builds robots.", "Founded in 2011 by Ines Vale.", "Moved to Port Wenna.",
+                     "Its headquarters are in Port Wenna."]
+    assert prose_lines("Kessa Ferry\nThe ferry runs daily.") == ("Kessa Ferry", ["The ferry runs daily."])
+    assert prose_lines("One sentence only.") == (None, ["One sentence only."])
+    assert prose_lines("") == (None, [])
+
+
+def test_a_markdown_heading_becomes_the_topic_not_an_entity_with_its_marks():
+    extraction = get_extractor("spacy").extract(["# Acme Robotics\n\nAcme Robotics builds warehouse robots in "
+                                                 "Port Wenna.\n\n## History\n\nIt was founded by Ines Vale."])[0]
+    names = {e.name for e in extraction.entities}
+    assert "Acme Robotics" in names and "Port Wenna" in names
+    assert not any("#" in n or n == "History" for n in names), names
