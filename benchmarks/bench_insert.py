@@ -235,10 +235,12 @@ async def run_stock_on_prism_index(followup, work: Path, prism_stores: Path) -> 
 
 
 def warm_up() -> str:
-    """Start the embedder's worker processes and load spaCy before anything is timed (one-off process costs)."""
-    from lightrag_prism.backends.local_embedder import start_workers
+    """Start the embedder's worker processes and load spaCy before anything is timed (one-off process costs); the
+    workers stay however long a phase waits (they leave after 300 s idle by default)."""
+    from lightrag_prism.backends.local_embedder import set_worker_idle_seconds, start_workers
     from lightrag_prism.insert.extraction import get_extractor
 
+    set_worker_idle_seconds(None)
     get_extractor("spacy")
     return start_workers()
 

@@ -46,6 +46,7 @@ from .retrievers import check_mode
 from .retrievers.query_state import prepare_views
 from .snapshot import GraphSnapshot, SnapshotCache
 from .storage_faults import storage_fault
+from .threads import query_threads
 
 logger = logging.getLogger(__name__)
 
@@ -350,6 +351,7 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         return meta
 
     @naming_storage_faults
+    @query_threads
     async def aquery_data(self, query: str, param: QueryParam = QueryParam()) -> dict[str, Any]:
         query, param = validated_query(query, param)  # first, as LightRAG does: before the instance is touched
         query, param, fallbacks = await self._prepare(query, param)
@@ -370,6 +372,7 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         return raw
 
     @naming_storage_faults
+    @query_threads
     async def aquery_llm(self, query: str, param: QueryParam = QueryParam(), system_prompt: str | None = None,
                          progress_callback=None) -> dict[str, Any]:
         query, param = validated_query(query, param)

@@ -20,6 +20,14 @@ def local_embedding_func(batch_size: int = 64, max_token_size: int = 256, torch_
                 precision=precision, query_runtime=query_runtime)
 
 
+def set_worker_idle_seconds(seconds: float | None) -> None:
+    """Stop the local embedder's worker processes after ``seconds`` without a request (default 300, or
+    ``PRISM_EMBED_IDLE_SECONDS``); None keeps them until the process ends. They start again on demand."""
+    from .local_embedder import set_worker_idle_seconds as set_idle
+
+    set_idle(seconds)
+
+
 EMBEDDING_BATCH = 64  # texts per embedding call (LightRAG sends 10 by default)
 
 
@@ -32,4 +40,5 @@ __all__ = [
     "EMBEDDING_BATCH", "OFFLINE_MODEL_NAME", "OfflineTokenizer", "default_embedding_func", "embedding_from_env",
     "llm_configured_in_env", "llm_from_env",
     "local_embedding_func", "offline_llm_complete", "openai_compatible_embedding", "openai_compatible_llm",
+    "set_worker_idle_seconds",
 ]

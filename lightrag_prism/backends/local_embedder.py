@@ -63,6 +63,10 @@ MIN_SPLIT = 32  # texts per worker below which a request goes to one worker whol
 # per process (see the module doc).
 IN_PROCESS_BELOW = 64
 IN_PROCESS_BUDGET = 512
+# Workers stop after this long without a request, and start again on the next (about 3 s); PRISM_EMBED_IDLE_SECONDS
+# sets it, "off" keeps them (benchmarks that time warm workers call set_worker_idle_seconds(None)).
+DEFAULT_IDLE_SECONDS = 300.0
+IDLE_CHECK_SECONDS = 5.0
 QUERY_RUNTIMES = ("numpy", "worker")
 # started as a script, not with -m: the package's __init__ (LightRAG) stays out of the worker (see embed_worker)
 WORKER_SCRIPT = Path(__file__).with_name("embed_worker.py")
@@ -158,6 +162,12 @@ class _WorkerPool:
         self.workers: list[_Worker] = []
         self.failure: str | None = None  # why a helper worker did not start (the pool runs without it)
         self._lock = threading.Lock()
+        # Idle workers leave (:meth:`leave_when_idle`): a server that only answers queries for hours does not keep
+        # 1.25 GB per worker. None: they stay until the process ends.
+        self.idle_seconds: float | None = DEFAULT_IDLE_SECONDS
+        self.last_used = time.monotonic()
+        self.requests = 0  # requests in progress (an idle check never stops a worker mid-request)
+        self._watcher: threading.Thread | None = None
 
     @property
     def precision(self) -> str | None:
@@ -175,7 +185,33 @@ class _WorkerPool:
                 self.config, self.workers, self.failure = config, [first], None
                 if processes > 1:
                     threading.Thread(target=self._start_helpers, args=(config, processes - 1), daemon=True).start()
+                self._watch_idle()
+            self.last_used = time.monotonic()
             return list(self.workers)
+
+    def _watch_idle(self) -> None:
+        """Start the thread that stops the workers once idle for ``idle_seconds`` (one per pool; it ends with
+        them)."""
+        if self.idle_seconds is None or (self._watcher is not None and self._watcher.is_alive()):
+            return
+        self._watcher = threading.Thread(target=self._stop_when_idle, name="embedder-idle", daemon=True)
+        self._watcher.start()
+
+    def _stop_when_idle(self) -> None:
+        while True:
+            idle = self.idle_seconds
+            if idle is None:
+                return
+            time.sleep(max(0.05, min(idle / 4, IDLE_CHECK_SECONDS)))
+            with self._lock:
+                if not self.workers:
+                    return
+                if self.requests == 0 and self.idle_seconds is not None \
+                        and time.monotonic() - self.last_used >= self.idle_seconds:
+                    logger.info("local embedder workers idle for %.0f s: stopped (they start again on demand)",
+                                self.idle_seconds)
+                    self._shutdown()
+                    return
 
     def all_ready(self, config: Config, timeout: float = 120.0) -> list[_Worker]:
         """Every worker of ``config``, waiting for the helpers to start (benchmarks time nothing before)."""
@@ -204,6 +240,16 @@ class _WorkerPool:
                 self.workers.append(helper)
 
     def encode(self, texts: list[str], batch_size: int, config: Config) -> np.ndarray:
+        with self._lock:
+            self.requests += 1
+        try:
+            return self._encode(texts, batch_size, config)
+        finally:
+            with self._lock:
+                self.requests -= 1
+                self.last_used = time.monotonic()
+
+    def _encode(self, texts: list[str], batch_size: int, config: Config) -> np.ndarray:
         workers = self.ready(config)
         if len(workers) == 1 or len(texts) < MIN_SPLIT * len(workers):
             return workers[0].encode(texts, batch_size)
@@ -247,7 +293,38 @@ class _WorkerPool:
             worker.shutdown()
 
 
+
+
+def set_worker_idle_seconds(seconds: float | None) -> None:
+    """Stop the embedder workers after ``seconds`` without a request (None: keep them until the process ends)."""
+    if seconds is not None and not (isinstance(seconds, (int, float)) and seconds > 0):
+        raise ValueError(f"the workers' idle time must be a number of seconds > 0 or None, got {seconds!r}")
+    _pool.idle_seconds = None if seconds is None else float(seconds)
+    with _pool._lock:
+        _pool.last_used = time.monotonic()
+        if _pool.workers:
+            _pool._watch_idle()
+
+
+def _idle_seconds_from_env() -> float | None:
+    raw = os.environ.get("PRISM_EMBED_IDLE_SECONDS", "").strip().lower()
+    if not raw:
+        return DEFAULT_IDLE_SECONDS
+    if raw in ("off", "none", "0"):
+        return None
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0:  # the import must not fail on a typo: say so, keep the default
+        logger.warning("PRISM_EMBED_IDLE_SECONDS=%r is not a number of seconds > 0 or 'off': %.0f s used", raw,
+                       DEFAULT_IDLE_SECONDS)
+        return DEFAULT_IDLE_SECONDS
+    return seconds
+
+
 _pool = _WorkerPool()
+_pool.idle_seconds = _idle_seconds_from_env()
 atexit.register(_pool.shutdown)
 
 

@@ -1,5 +1,5 @@
-"""An everyday-notes benchmark: 24 Markdown and text files of a small fictional company (wiki pages, minutes, emails,
-a team chat), written for this project, and 32 two-hop questions over them (``data/notes/``).
+"""An everyday-notes benchmark: 40 Markdown and text files of a small fictional company (wiki pages, minutes, emails,
+a team chat), written for this project, and 47 two-hop questions over them (``data/notes/``).
 
 Each file is one passage, indexed as a user would index it: its text as it is (the passage's title is its first
 line, so ``Passage.content`` is the file's text). Passage ids are the file names.

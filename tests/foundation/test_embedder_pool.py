@@ -127,3 +127,73 @@ def test_a_helper_that_cannot_start_leaves_the_first_worker_answering_and_says_w
     assert len(workers) == 1 and "out of memory" in pool.failure
     assert "did not start" in caplog.text
     assert pool.encode(["a text"] * 100, 64, (1, "auto", 2)).shape == (100, 4)
+
+
+class CountingWorker:
+    """A stand-in worker: counts starts and stops; ``delay`` seconds per request."""
+
+    starts = stops = 0
+    delay = 0.0
+
+    def __init__(self, threads, precision):
+        self.requested, self.precision = precision, None
+
+    def start(self):
+        CountingWorker.starts += 1
+        self.precision = "fp32"
+
+    def encode(self, texts, batch_size):
+        import time
+
+        time.sleep(CountingWorker.delay)
+        return np.zeros((len(texts), 4), dtype=np.float32)
+
+    def shutdown(self):
+        CountingWorker.stops += 1
+
+
+def _wait(condition, seconds: float) -> bool:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return condition()
+
+
+def test_idle_workers_leave_and_start_again_on_demand_but_never_mid_request(monkeypatch):
+    monkeypatch.setattr(local_embedder, "_Worker", CountingWorker)
+    monkeypatch.setattr(CountingWorker, "starts", 0)
+    monkeypatch.setattr(CountingWorker, "stops", 0)
+    pool = local_embedder._WorkerPool()
+    pool.idle_seconds = 0.3
+    config = (1, "fp32", 1)
+    pool.encode(["text"], 64, config)
+    assert pool.workers and _wait(lambda: not pool.workers, 2.0) and CountingWorker.stops == 1
+    monkeypatch.setattr(CountingWorker, "delay", 0.8)  # a request longer than the idle time
+    pool.encode(["text"], 64, config)  # starts them again
+    assert CountingWorker.starts == 2 and CountingWorker.stops == 1  # not stopped while it ran
+    assert _wait(lambda: not pool.workers, 2.0) and CountingWorker.stops == 2
+    pool.idle_seconds = None  # off: they stay
+    pool.encode(["text"], 64, (1, "fp32", 1))
+    assert not _wait(lambda: not pool.workers, 0.6)
+    pool.shutdown()
+
+
+def test_a_real_idle_worker_process_exits(monkeypatch):
+    pool = local_embedder._pool
+    before = pool.idle_seconds
+    try:
+        local_embedder.set_worker_idle_seconds(1.0)
+        local_embedder.start_workers((1, "fp32", 1))
+        process = pool.workers[0]._process
+        assert process.poll() is None
+        assert _wait(lambda: process.poll() is not None, 1.0 + 0.25 + 10.0)  # idle time, a check, the exit
+        assert pool.pids() == [] and pool.config is None
+        vectors = asyncio.run(local_embedder.encode(["back on demand"], 64, (1, "fp32", 1)))
+        assert vectors.shape == (1, 384) and len(pool.pids()) == 1
+    finally:
+        pool.shutdown()
+        pool.idle_seconds = before
+    with pytest.raises(ValueError, match="idle time"):
+        local_embedder.set_worker_idle_seconds(0)

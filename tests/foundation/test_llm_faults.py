@@ -87,7 +87,8 @@ async def test_every_plugin_mode_retrieves_despite_the_fault(indexed, fault):
             steps = {f["step"] for f in result["metadata"]["prism"]["fallbacks"]}
             assert "keywords" not in steps, mode  # no plugin mode asks the LLM for LightRAG's keywords by default
             if mode == "prism":  # by default (no recognition filter) its retrieval asks the LLM nothing
-                assert not steps and server.count() == requests_before, steps
+                # (this graph of a few passages is thin: the fusion ranks, which is about the graph, not the LLM)
+                assert steps <= {"thin_graph"} and server.count() == requests_before, steps
             else:
                 assert steps, (mode, "no fallback recorded")
     finally:
@@ -110,7 +111,8 @@ async def test_modes_that_ignore_lightrags_keywords_do_not_ask_the_llm_for_them(
     try:
         data = await rag.aquery_data(QUESTION, QueryParam(mode="prism", enable_rerank=False))
         assert data["data"]["chunks"] and server.count() == 0  # prism's retrieval asked the LLM nothing
-        assert data["metadata"]["prism"]["fallbacks"] == []  # and nothing fell back
+        # and nothing fell back for want of an LLM (this graph of a few passages is thin: the fusion ranks)
+        assert [f["step"] for f in data["metadata"]["prism"]["fallbacks"]] == ["thin_graph"]
         assert "Marta Olvide" in data["metadata"]["keywords"]["low_level"]  # kg_query got the offline keywords
         await rag.aquery(QUESTION, QueryParam(mode="prism", enable_rerank=False))
         assert server.count() == 1  # an answer costs its one call
