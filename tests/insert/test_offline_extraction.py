@@ -269,3 +269,41 @@ def test_a_markdown_heading_becomes_the_topic_not_an_entity_with_its_marks():
     names = {e.name for e in extraction.entities}
     assert "Acme Robotics" in names and "Port Wenna" in names
     assert not any("#" in n or n == "History" for n in names), names
+
+
+def pairs(result: ChunkExtraction) -> set[tuple[str, str]]:
+    return {(r.source, r.target) for r in result.relations if r.predicate != "mentioned with"}
+
+
+def test_everyday_relations_through_pronouns_possessives_and_definite_descriptions():
+    acme = extract("# Acme Robotics\n\nAcme Robotics builds warehouse robots. The company was founded in 2011 by "
+                   "Ines Vale. Its headquarters are in the harbour town of Port Wenna.")
+    assert ("Acme Robotics", "founded by", "Ines Vale") in triples(acme)  # "the company": the page's subject
+    assert ("Acme Robotics", "Port Wenna") in pairs(acme)  # "its headquarters"
+    town = extract("# Carrick Bay\n\nCarrick Bay is a harbour town on the coast. Agnes Pell has been its mayor since "
+                   "2021. It has a ferry to the Isle of Skerra.")
+    assert ("Agnes Pell", "been mayor of", "Carrick Bay") in triples(town)
+    assert ("Carrick Bay", "has ferry to", "Isle of Skerra") in triples(town)
+
+
+def test_it_is_the_nearest_named_subject_before_the_page_topic():
+    result = extract("Kestrel Bay\nKestrel Bay is a harbour town. The Kessa Ferry Company opened in 1921 on Quay "
+                     "Street, and it later joined Finch & Daughters.")
+    assert ("Kessa Ferry Company", "Finch & Daughters") in pairs(result)
+    assert ("Kestrel Bay", "Finch & Daughters") not in pairs(result)
+
+
+def test_a_title_before_a_name_makes_a_person_and_stays_out_of_the_name():
+    result = extract("Mayor Agnes Pell opened the fair. Professor Elin Varga heads the department. "
+                     "Dr Anton Reyes-Loh runs the lab. General Motors built a plant in Flint.")
+    found = types(result)
+    assert found.get("Agnes Pell") == "person" and found.get("Elin Varga") == "person"
+    assert found.get("Anton Reyes-Loh") == "person"
+    assert not any(name.startswith(("Mayor ", "Professor ", "Dr ")) for name in found), found
+    assert "Motors" not in found  # not a title before a person: the company keeps its name
+
+
+def test_coordinated_given_names_share_the_surname():
+    result = extract("The robot was designed by the brothers Piet and Oskar Hale in Lenham.")
+    assert {"Piet Hale", "Oskar Hale"} <= set(types(result)), types(result)
+    assert "Piet" not in types(result)

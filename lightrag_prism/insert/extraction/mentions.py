@@ -57,6 +57,15 @@ _STRIP_POS = frozenset({"DET", "PRON", "PUNCT", "CCONJ", "ADP", "PART", "SCONJ",
 _BAD_NAME_CHARS = re.compile(r"[\[\]{}<>|\\]")
 _LETTER = re.compile(r"[^\W\d_]")
 MAX_NAME_TOKENS = 10
+#: A title or role before a name the NER calls a person is not part of the name ("Mayor Agnes Pell" is Agnes Pell).
+#: Honorifics say it names a person whatever the NER's label ("Dr Anton Reyes-Loh"); the other titles only when it
+#: says person ("General Motors" keeps its name).
+HONORIFICS = frozenset(("mr", "mrs", "ms", "miss", "mx", "dr", "professor", "prof", "sir", "dame", "mayor"))
+PERSON_TITLES = HONORIFICS | frozenset((
+    "mr", "mrs", "ms", "miss", "mx", "dr", "doctor", "professor", "prof", "sir", "dame", "lord", "lady", "mayor",
+    "president", "senator", "judge", "justice", "captain", "capt", "colonel", "general", "sergeant", "officer",
+    "reverend", "rev", "father", "chancellor", "minister", "governor", "councillor", "councilor", "inspector",
+    "detective", "nurse", "coach", "chef", "engineer", "director", "chairman", "chairwoman", "chair", "ceo"))
 
 
 @dataclass(eq=False)
@@ -116,6 +125,15 @@ def type_by_words(tokens: list) -> str | None:
     return HEAD_TYPES.get(last.lower_.rstrip(".")) if len(tokens) > 1 else None
 
 
+def _without_title(tokens: list, label: str) -> tuple[list, bool]:
+    """``tokens`` without a leading title ("Professor", "Dr.") when a capitalised name follows, and whether there was
+    one (:data:`PERSON_TITLES`)."""
+    titles = PERSON_TITLES if label == "PERSON" else HONORIFICS
+    if len(tokens) > 1 and tokens[0].lower_.rstrip(".") in titles and tokens[1].text[:1].isupper():
+        return tokens[1:], True
+    return tokens, False
+
+
 def _entity_mentions(doc) -> list[Mention]:
     mentions = []
     for ent in doc.ents:
@@ -125,7 +143,10 @@ def _entity_mentions(doc) -> list[Mention]:
             continue
         if ent.label_ in NAME_LABELS:
             tokens = _compound_extent(tokens)
-        if ent.label_ == "PERSON":
+        tokens, titled = _without_title(tokens, ent.label_)
+        if titled:
+            entity_type = "person"
+        if ent.label_ == "PERSON" and not titled:
             entity_type = type_by_words(tokens) or entity_type
         name = span_name(tokens)
         if entity_type == "data" and not any(ch.isdigit() for ch in name):
@@ -144,10 +165,11 @@ def _phrase_mention(chunk) -> Mention | None:
     proper = any(t.pos_ == "PROPN" for t in tokens)
     if not proper and (len(tokens) < 2 or chunk.root.pos_ != "NOUN"):
         return None
+    tokens, titled = _without_title(tokens, "") if proper else (tokens, False)
     name = span_name(tokens)
     if not valid_name(name, tokens):
         return None
-    kind = (type_by_words(tokens) or "other") if proper else "concept"
+    kind = "person" if titled else (type_by_words(tokens) or "other") if proper else "concept"
     return Mention(tokens[0].i, tokens[-1].i + 1, name, kind, proper, generic=not proper)
 
 
@@ -184,4 +206,15 @@ def find_mentions(doc) -> list[Mention]:
         span = doc.char_span(start, end, alignment_mode="expand")
         if span is not None and not any(a < end and start < b for a, b in covered):
             mentions.append(Mention(span.start, span.end, doc.text[start:end], "other", True))
-    return sorted(mentions, key=lambda m: m.start)
+    return _shared_surnames(doc, sorted(mentions, key=lambda m: m.start))
+
+
+def _shared_surnames(doc, mentions: list[Mention]) -> list[Mention]:
+    """A lone given name coordinated with a full name shares its surname: "the brothers Piet and Oskar Hale" names
+    Piet Hale and Oskar Hale."""
+    for first, second in zip(mentions, mentions[1:]):
+        if (first.type == "person" and second.type == "person" and first.end - first.start == 1
+                and second.end - second.start >= 2 and second.start == first.end + 1
+                and doc[first.end].lower_ in ("and", "&")):
+            first.name = f"{first.name} {doc[second.end - 1].text}"
+    return mentions

@@ -32,6 +32,7 @@ _SUBJECT_DEPS = ("nsubj", "nsubjpass")
 _OBJECT_DEPS = ("dobj", "dative", "oprd")
 _RELATIVE_PRONOUNS = frozenset({"who", "which", "that", "whom"})
 _BORROWS_SUBJECT = ("conj", "xcomp", "advcl")
+POSSESSIVE_PRONOUNS = frozenset({"its", "his", "her", "their"})
 MAX_PREDICATE_WORDS = 6
 
 
@@ -62,6 +63,9 @@ def _subjects(verb, depth: int = 0) -> list[tuple[object, str]]:
                 pairs.append((verb.head, ""))
             else:
                 pairs += [(t, "") for t in _with_conjuncts(s)]
+                possessor = _possessive_pronoun(s)
+                if possessor is not None:  # "Its headquarters are in Y": the possessor, if it resolves
+                    pairs.append((possessor, " ".join(t.lower_ for t in s.subtree if possessor.i < t.i <= s.i)))
         return pairs
     if verb.dep_ in ("relcl", "acl"):
         return [(verb.head, "")]
@@ -71,6 +75,13 @@ def _subjects(verb, depth: int = 0) -> list[tuple[object, str]]:
     if verb.dep_ in _BORROWS_SUBJECT and depth < 3 and verb.head.pos_ in ("VERB", "AUX"):
         return _subjects(verb.head, depth + 1)
     return []
+
+
+def _possessive_pronoun(noun):
+    """The "its"/"his"/"her"/"their" of a common noun ("its headquarters"), else None."""
+    if noun.pos_ != "NOUN":
+        return None
+    return next((c for c in noun.children if c.dep_ == "poss" and c.lower_ in POSSESSIVE_PRONOUNS), None)
 
 
 def _verb_phrase(verb) -> str:
@@ -102,6 +113,10 @@ def _objects(verb, resolve: Resolve) -> Iterator[tuple[str, object]]:
             mention = resolve(attr)
             if mention is not None:
                 yield base, mention
+            possessor = _possessive_pronoun(attr)  # the attribute may resolve to the subject itself ("X is its Y")
+            owner = resolve(possessor) if possessor is not None else None
+            if owner is not None:  # "X has been its mayor": X mayor of what "its" stands for
+                yield f"{base} {attr.lower_} of", owner
             yield from _prepositional(attr, f"{base} {attr.lower_}", resolve, deeper=False)
     for obj in (o for c in verb.children if c.dep_ in _OBJECT_DEPS for o in _with_conjuncts(c)):
         mention = resolve(obj)

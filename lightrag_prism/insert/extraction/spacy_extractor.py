@@ -46,6 +46,16 @@ _CLAUSE_MARKS = frozenset({",", ";", ":", ")", "–", "—"})  # not "-": spaCy 
 ELLIPSIS = " ..."  # where a description leaves its sentence before the end (as clean_field marks a cut)
 MIN_GENERIC_MENTIONS = 2  # a generic noun phrase is an entity when its chunk names it this often
 _SUBJECT_PRONOUNS = frozenset({"he", "she"})
+_THING_PRONOUNS = frozenset({"it", "they"})  # as subjects: the chunk's topic when it is not a person
+_POSSESSIVES = {"its": "thing", "their": "thing", "his": "person", "her": "person"}
+#: "The company was founded ...": a definite subject naming the kind of thing the topic is stands for the topic.
+TOPIC_NOUNS = frozenset((
+    "company", "firm", "business", "group", "band", "organisation", "organization", "charity", "bank", "shipyard",
+    "lab", "laboratory", "university", "college", "school", "club", "team", "fund", "body", "society", "museum",
+    "town", "city", "village", "island", "county", "country", "region", "harbour", "harbor", "port", "station",
+    "building", "hall", "site", "headland", "river", "lake", "project", "film", "book", "album", "song", "game",
+    "series", "journal", "magazine", "newspaper", "church", "festival", "orchestra", "institute", "centre",
+    "center", "agency", "party", "ship", "vessel", "library", "hospital", "airport", "park"))
 _PARENTHETICAL = re.compile(r"\s*\([^)]*\)\s*$")
 _lock = threading.Lock()
 
@@ -194,6 +204,7 @@ class _Chunk:
         self.sentences: list[tuple[dict[str, tuple[int, int] | None], list[str]]] = []
         self.topic = Mention(0, 0, title, "other", True) if title else None
         self.last_person: Mention | None = None
+        self.last_thing: Mention | None = None  # the last sentence's subject when a named thing ("it" may mean it)
         self.generic_counts: dict[str, int] = {}  # mentions of each generic noun phrase in the chunk
 
     def add_entity(self, mention: Mention, description: str) -> None:
@@ -218,10 +229,9 @@ class _Chunk:
                 mention = _named_apposite(sentence.doc[mention.end - 1], by_token) or mention
             elif mention is None and token.pos_ == "NOUN":
                 mention = _named_apposite(token, by_token)
-            if mention is None and token.lower_ in _SUBJECT_PRONOUNS and token.dep_ in ("nsubj", "nsubjpass"):
-                mention = self.last_person or (self.topic if self.topic and self.topic.type in ("person", "other")
-                                               else None)
-                if mention is not None:
+            if mention is None:
+                mention = self._referent(token, mentions)
+                if mention is not None and token.lower_ in _SUBJECT_PRONOUNS:  # the description names who
                     replaced[token.i] = mention.name
             return mention
 
@@ -250,6 +260,29 @@ class _Chunk:
                 names.setdefault(m.name, span(m))
         self.sentences.append((names, words))
         self._update_antecedents(sentence, resolve)
+
+    def _referent(self, token, mentions: list[Mention]) -> Mention | None:
+        """What a pronoun or a definite description stands for, the nearest first: "he"/"she"/"his"/"her" the
+        last person (or a person's page's topic); "it"/"they"/"its"/"their" and "the company" the subject of its
+        own sentence before it, else the last sentence's, else the topic, when not a person."""
+        word, subject = token.lower_, token.dep_ in ("nsubj", "nsubjpass")
+        known = self.entities.get(self.topic.name) if self.topic is not None else None
+        topic_type = known.type if known is not None else self.topic.type if self.topic is not None else None
+        if subject and word in _SUBJECT_PRONOUNS or token.dep_ == "poss" and _POSSESSIVES.get(word) == "person":
+            return self.last_person or (self.topic if topic_type in ("person", "other") else None)
+        thing = (subject and word in _THING_PRONOUNS or token.dep_ == "poss" and _POSSESSIVES.get(word) == "thing"
+                 or subject and token.pos_ == "NOUN" and word in TOPIC_NOUNS
+                 and [c.lower_ for c in token.children] == ["the"])
+        if not thing:
+            return None
+        doc = token.doc
+        nearer = [m for m in mentions if m.end <= token.i and m.named and m.type != "person"
+                  and doc[m.end - 1].dep_ in ("nsubj", "nsubjpass")]
+        if nearer:
+            return nearer[-1]
+        if self.last_thing is not None:
+            return self.last_thing
+        return self.topic if topic_type is not None and topic_type != "person" else None
 
     def _drop_lone_generics(self) -> None:
         """Generic noun phrases ("pastry chef") named once in the chunk are not entities: their triples go too
@@ -287,6 +320,8 @@ class _Chunk:
             self.topic = subject
         if subject.type == "person":
             self.last_person = subject
+        elif subject.named:
+            self.last_thing = subject
 
     def result(self, first_sentence: str) -> ChunkExtraction:
         if self.topic is not None and self.topic.name not in self.entities and first_sentence:
