@@ -307,3 +307,19 @@ def test_coordinated_given_names_share_the_surname():
     result = extract("The robot was designed by the brothers Piet and Oskar Hale in Lenham.")
     assert {"Piet Hale", "Oskar Hale"} <= set(types(result)), types(result)
     assert "Piet" not in types(result)
+
+
+def test_code_identifiers_are_entities_in_one_canonical_form():
+    from lightrag_prism.insert.extraction.identifiers import identifier_spans
+
+    text = ("Set work_mem in postgresql.conf (see pg_hba.conf), call make_widget(size, color) or connect(), pass "
+            "--data-checksums, catch ResponseError from pkg.client.Response. The U.S. office, e.g. Ph.D. students, "
+            "the function(s) and the river (which floods) are prose; so is 3.14.")
+    assert [name for _, _, name in identifier_spans(text)] == [
+        "work_mem", "postgresql.conf", "pg_hba.conf", "make_widget", "connect", "--data-checksums", "ResponseError",
+        "pkg.client.Response"]
+    result = extract("The wal_writer_delay setting is read from postgresql.conf; call make_widget(size) before "
+                     "make_widget() again.")
+    names = set(types(result))
+    assert {"wal_writer_delay", "make_widget"} <= names, names
+    assert not any("(" in n or n.endswith("setting") for n in names), names  # one node per identifier

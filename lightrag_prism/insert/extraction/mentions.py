@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .identifiers import identifier_spans
 from .scripts import foreign_name_spans, has_foreign_letters
 
 #: spaCy label -> LightRAG entity type (LightRAG's default types, lower case as its parser stores them).
@@ -57,6 +58,7 @@ _STRIP_POS = frozenset({"DET", "PRON", "PUNCT", "CCONJ", "ADP", "PART", "SCONJ",
 _BAD_NAME_CHARS = re.compile(r"[\[\]{}<>|\\]")
 _LETTER = re.compile(r"[^\W\d_]")
 MAX_NAME_TOKENS = 10
+IDENTIFIER_TYPE = "artifact"  # a code identifier's entity type (LightRAG's own types have no closer one)
 #: A title or role before a name the NER calls a person is not part of the name ("Mayor Agnes Pell" is Agnes Pell).
 #: Honorifics say it names a person whatever the NER's label ("Dr Anton Reyes-Loh"); the other titles only when it
 #: says person ("General Motors" keeps its name).
@@ -206,7 +208,22 @@ def find_mentions(doc) -> list[Mention]:
         span = doc.char_span(start, end, alignment_mode="expand")
         if span is not None and not any(a < end and start < b for a, b in covered):
             mentions.append(Mention(span.start, span.end, doc.text[start:end], "other", True))
-    return _shared_surnames(doc, sorted(mentions, key=lambda m: m.start))
+    return _shared_surnames(doc, sorted(_with_identifiers(doc, mentions), key=lambda m: m.start))
+
+
+def _with_identifiers(doc, mentions: list[Mention]) -> list[Mention]:
+    """Code identifiers (``identifiers.py``) as named mentions under their canonical name; a name the NER found
+    wins over one, an identifier over the common noun phrase around it ("the work_mem setting")."""
+    for start, end, name in identifier_spans(doc.text):
+        span = doc.char_span(start, end, alignment_mode="expand")
+        if span is None:
+            continue
+        inside = _overlapping(Mention(span.start, span.end, name, IDENTIFIER_TYPE, True), mentions)
+        if any(o.named for o in inside):
+            continue
+        mentions = [o for o in mentions if o not in inside] + [Mention(span.start, span.end, name, IDENTIFIER_TYPE,
+                                                                       True)]
+    return mentions
 
 
 def _shared_surnames(doc, mentions: list[Mention]) -> list[Mention]:
