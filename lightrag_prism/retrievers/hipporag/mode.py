@@ -75,8 +75,9 @@ def first_stage_found_by(param) -> tuple[str, ...]:
 def thin_graph(snapshot, graph: HippoGraph, param) -> str | None:
     """Why the graph has too little to say to rank the passages (fewer relations per passage than
     ``thin_graph_relations``: a walk from the question's entities reaches few passages, and those by chance), or
-    None. Measured on the bundled benches: Wikipedia-style graphs hold 7 to 9 relations per passage and rank
-    better than the fusion; the PostgreSQL manual's and the notes' (offline extractor) 2 to 2.5, and rank worse."""
+    None. Measured on the benches (docs/benchmarks.md): the Wikipedia-style graphs hold 6 to 9 relations per passage
+    and their walk ranks better than the fusion; the PostgreSQL manual's and the notes' (offline extractor) 3.8 and
+    2.2, and theirs ranks worse."""
     passages = int(graph.passage_valid.sum())
     per_passage = snapshot.num_edges / passages if passages else 0.0
     if per_passage >= param.thin_graph_relations:
@@ -155,17 +156,20 @@ async def retrieve(ctx) -> Retrieval:
                 n_passages=len(graph.passage_ids), n_synonym_edges=graph.n_synonym_edges)
     linked = name_links(snapshot, entity_spans(ctx.query)) if param.hipporag_name_linking else np.zeros(0, np.int64)
     meta["name_links"] = [snapshot.node_ids[i] for i in linked.tolist()]
+    thin = thin_graph(snapshot, graph, param)
     if not kept and linked.size == 0:
-        out.record_fallback("hipporag_ppr", "no fact survived and no entity named: first-stage ranking ("
-                            + "+".join(first_found_by) + ")")
-        out.chunks = passage_items(graph, dense, k, first_found_by)
-        meta.update(seeds=[], ranking="dense", seconds=time.perf_counter() - started)
+        if thin:
+            out.chunks = fusion_items(ctx, graph, query_vector, k, thin)
+        else:
+            out.record_fallback("hipporag_ppr", "no fact survived and no entity named: first-stage ranking ("
+                                + "+".join(first_found_by) + ")")
+            out.chunks = passage_items(graph, dense, k, first_found_by)
+        meta.update(seeds=[], ranking="fusion" if thin else "dense", seconds=time.perf_counter() - started)
         return out
     kept_rows = rows[kept]
     seeds = seed_weights(kept_rows, np.maximum(scores[kept], MIN_KEPT_FACT_SCORE), snapshot.edge_src, snapshot.edge_tgt,
                          graph.entity_num_chunks, param.top_seed_phrases)
     seeds = seed_vector(seeds, linked, graph.entity_num_chunks)
-    thin = thin_graph(snapshot, graph, param)
     if thin:
         out.chunks = fusion_items(ctx, graph, query_vector, k, thin)
     else:
