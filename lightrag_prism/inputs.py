@@ -4,9 +4,11 @@
   and the encoding it most likely is (replacing bad bytes silently stored ``\\ufffd`` garbage in the index), and a
   binary file (NUL bytes) is called binary;
 * ``.html``/``.htm`` become text with BeautifulSoup: scripts, styles and markup go, every ``<table>`` stays as
-  HTML so the table-aware chunker keeps it whole with its context;
-* ``.pdf`` (pypdf: the text layer of every page) and ``.docx`` (python-docx: paragraphs, tables as HTML), with
-  the ``documents`` extra; without it they are refused with the install command;
+  HTML so the table-aware chunker keeps it whole with its context, and headings become Markdown headings (the
+  offline extractor reads those as structure, not sentences);
+* ``.pdf`` (pypdf: the text layer of every page) and ``.docx`` (python-docx: paragraphs, Title and Heading styles
+  as Markdown headings, tables as HTML), with the ``documents`` extra; without it they are refused with the
+  install command;
 * any other type is refused by name, whether named directly or found in a folder (a folder's refused files are
   reported, the rest indexed);
 * a file with no text (empty, markup only, a scanned PDF without a text layer) is reported as skipped, with why.
@@ -47,8 +49,16 @@ class Collected:
     refused: list[str] = field(default_factory=list)  # "file: why" of each file skipped
 
 
+def markdown_heading(level: int, text: str) -> str:
+    """A heading of a converted document as a Markdown line, so the extractor reads it as structure (a title, a
+    section), never as a sentence or part of an entity (``insert/extraction/spacy_extractor.prose_lines``)."""
+    text = " ".join(text.split())
+    return f"\n{'#' * min(max(level, 1), 6)} {text}\n" if text else "\n"
+
+
 def html_to_text(html: str) -> str:
-    """The readable text of an HTML page, its tables kept as HTML (for the table-aware chunker)."""
+    """The readable text of an HTML page, its tables kept as HTML (for the table-aware chunker) and its headings as
+    Markdown headings."""
     from bs4 import BeautifulSoup, NavigableString
 
     soup = BeautifulSoup(html, "html.parser")
@@ -57,6 +67,8 @@ def html_to_text(html: str) -> str:
     for table in soup.find_all("table"):
         if table.find_parent("table") is None:
             table.replace_with(NavigableString(f"\n{table}\n"))
+    for heading in soup.find_all(re.compile(r"^h[1-6]$")):
+        heading.replace_with(NavigableString(markdown_heading(int(heading.name[1]), heading.get_text(" "))))
     text = soup.get_text("\n")
     return re.sub(r"\n\s*\n+", "\n\n", re.sub(r"[ \t]+", " ", text)).strip()
 
@@ -101,8 +113,17 @@ def docx_text(path: Path) -> str:
                            for row in block.rows)
             parts.append(f"<table>{rows}</table>")
         elif block.text.strip():
-            parts.append(block.text.strip())
+            level = _docx_heading_level(getattr(getattr(block, "style", None), "name", None) or "")
+            parts.append(markdown_heading(level, block.text).strip() if level else block.text.strip())
     return "\n\n".join(parts)
+
+
+def _docx_heading_level(style: str) -> int:
+    """1-6 for Word's "Title" and "Heading N" paragraph styles, else 0."""
+    if style == "Title":
+        return 1
+    match = re.fullmatch(r"Heading (\d)", style)
+    return int(match.group(1)) if match else 0
 
 
 def read_document(path: Path) -> str:

@@ -118,6 +118,22 @@ def test_html_becomes_text_with_its_tables_kept_as_html():
     assert "<p>" not in text and "alert" not in text and "</body>" not in text
 
 
+def test_html_and_docx_headings_become_markdown_headings(tmp_path):
+    """Headings stay structure on their way to the extractor, which reads "# ..." as a title or a section."""
+    import docx
+
+    from lightrag_prism.inputs import docx_text, html_to_text
+
+    assert html_to_text("<h1>Acme <i>Robotics</i></h1><p>Acme builds robots.</p><h3>History</h3><p>Since 2011.</p>"
+                        ) == "# Acme Robotics\n\nAcme builds robots.\n\n### History\n\nSince 2011."
+    document = docx.Document()
+    document.add_heading("Acme Robotics", level=0)  # Word's "Title" style
+    document.add_heading("History", level=2)
+    document.add_paragraph("Founded in 2011 by Ines Vale.")
+    document.save(tmp_path / "acme.docx")
+    assert docx_text(tmp_path / "acme.docx") == "# Acme Robotics\n\n## History\n\nFounded in 2011 by Ines Vale."
+
+
 def test_invalid_utf8_is_refused_with_file_and_byte_offset(capsys, tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"fine text \xff\xfe bad")
