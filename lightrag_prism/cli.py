@@ -39,7 +39,7 @@ class CLIError(Exception):
 NO_LLM_LINE = "No LLM configured (set PRISM_LLM_MODEL, and OPENAI_BASE_URL for a local server): {what}"
 CONTEXT_ONLY_HINT = "; `--context-only` prints the retrieved passages without calling the LLM"
 EXCERPT_CHARS = 200  # about two lines of a passage under each ranked result
-DEFAULT_MODE = "prism"  # the plugin's own retrieval, offline or with an LLM (LightRAG's CLI-less default is mix)
+DEFAULT_MODE = "prism"  # the plugin's own retrieval, offline or with an LLM (LightRAG's QueryParam defaults to mix)
 
 # What the score printed beside a passage means in each mode (query --help, the legend line, docs/usage.md).
 GRAPH_WALK_SCORE = "above 1: dense retrieval's top passages, kept first; below 1: share of the graph walk (PageRank)"
@@ -52,9 +52,9 @@ SCORE_MEANINGS = {
     "tournament": "wins in the pairwise LLM tournament, scaled to 0-1 (without an LLM: 1 - rank/n of dense retrieval)",
 }
 STOCK_ORDER = "LightRAG's own order (its modes put no score on a passage)"
-FOUND_BY_MEANINGS = {"dense": "vector similarity", "bm25": "the question's words (BM25)", "ppr": "graph walk", "fact": "a matching fact",
-                     "seed": "a named entity", "fidelis": "a reasoning path", "listwise": "LLM rerank",
-                     "tournament": "LLM comparisons"}
+FOUND_BY_MEANINGS = {"dense": "vector similarity", "bm25": "the question's words (BM25)", "ppr": "graph walk",
+                     "fact": "a matching fact", "seed": "a named entity", "fidelis": "a reasoning path",
+                     "listwise": "LLM rerank", "tournament": "LLM comparisons"}
 
 
 def make_rag(working_dir: str):

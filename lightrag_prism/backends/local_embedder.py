@@ -162,7 +162,7 @@ class _WorkerPool:
         self.workers: list[_Worker] = []
         self.failure: str | None = None  # why a helper worker did not start (the pool runs without it)
         self._lock = threading.Lock()
-        # Idle workers leave (:meth:`leave_when_idle`): a server that only answers queries for hours does not keep
+        # Idle workers leave (:meth:`_stop_when_idle`): a server that only answers queries for hours does not keep
         # 1.25 GB per worker. None: they stay until the process ends.
         self.idle_seconds: float | None = DEFAULT_IDLE_SECONDS
         self.last_used = time.monotonic()
@@ -291,8 +291,6 @@ class _WorkerPool:
         workers, self.workers, self.config = self.workers, [], None
         for worker in workers:
             worker.shutdown()
-
-
 
 
 def set_worker_idle_seconds(seconds: float | None) -> None:

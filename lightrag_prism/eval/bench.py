@@ -258,7 +258,7 @@ async def run_bench(dataset_name: str = "musique", questions: int | None = None,
     start = time.perf_counter()
     rag = await open_index(dataset, work, progress=progress, text_only=text_only, query_runtime=query_runtime)
     build_seconds = time.perf_counter() - start
-    bm25 = BM25Index(dataset.passages) if set(BASELINES) & set(modes) else None
+    bm25 = BM25Index(dataset.passages) if {"bm25", "bm25+dense"} & set(modes) else None
     report = {"dataset": dataset.name, "questions": len(dataset.questions), "passages": len(dataset.passages),
               "graph_source": graph_source, "index": await index_stats(rag, build_seconds), "modes": {}}
     rankings = {}

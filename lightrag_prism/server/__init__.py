@@ -21,7 +21,6 @@ import sys
 from ..errors import extra_install_hint
 
 
-
 def explicit_binding(argv: list[str], option: str, env: str) -> bool:
     """Whether the user set ``option`` on the command line or ``env`` in the environment."""
     return any(a == option or a.startswith(option + "=") for a in argv) or bool(os.environ.get(env))
@@ -76,14 +75,15 @@ def report_plugin_bindings(args, use_server_llm: bool, embedding_func) -> None:
     by :func:`describe_plugin_bindings` only pass LightRAG Server's check of known binding names."""
     from ..backends.openai_compat import DEFAULT_BASE_URL
 
+    endpoint, remote = os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL, "openai-compatible (lightrag_prism)"
     if not use_server_llm:
         model = os.environ.get("PRISM_LLM_MODEL")
-        args.llm_binding = "openai-compatible (lightrag_prism)" if model else "none (lightrag_prism offline)"
-        args.llm_binding_host = (os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL) if model else None
+        args.llm_binding = remote if model else "none (lightrag_prism offline)"
+        args.llm_binding_host = endpoint if model else None
     if embedding_func is not None:
-        remote = bool(os.environ.get("PRISM_EMBEDDING_MODEL"))
-        args.embedding_binding = "openai-compatible (lightrag_prism)" if remote else "local (lightrag_prism)"
-        args.embedding_binding_host = (os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL) if remote else None
+        at_endpoint = bool(os.environ.get("PRISM_EMBEDDING_MODEL"))
+        args.embedding_binding = remote if at_endpoint else "local (lightrag_prism)"
+        args.embedding_binding_host = endpoint if at_endpoint else None
 
 
 def install_server(argv: list[str]):

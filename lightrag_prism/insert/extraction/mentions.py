@@ -64,8 +64,7 @@ IDENTIFIER_TYPE = "artifact"  # a code identifier's entity type (LightRAG's own 
 #: says person ("General Motors" keeps its name).
 HONORIFICS = frozenset(("mr", "mrs", "ms", "miss", "mx", "dr", "professor", "prof", "sir", "dame", "mayor"))
 PERSON_TITLES = HONORIFICS | frozenset((
-    "mr", "mrs", "ms", "miss", "mx", "dr", "doctor", "professor", "prof", "sir", "dame", "lord", "lady", "mayor",
-    "president", "senator", "judge", "justice", "captain", "capt", "colonel", "general", "sergeant", "officer",
+    "doctor", "lord", "lady", "president", "senator", "judge", "justice", "captain", "capt", "colonel", "general", "sergeant", "officer",
     "reverend", "rev", "father", "chancellor", "minister", "governor", "councillor", "councilor", "inspector",
     "detective", "nurse", "coach", "chef", "engineer", "director", "chairman", "chairwoman", "chair", "ceo"))
 
@@ -218,11 +217,10 @@ def _with_identifiers(doc, mentions: list[Mention]) -> list[Mention]:
         span = doc.char_span(start, end, alignment_mode="expand")
         if span is None:
             continue
-        inside = _overlapping(Mention(span.start, span.end, name, IDENTIFIER_TYPE, True), mentions)
-        if any(o.named for o in inside):
-            continue
-        mentions = [o for o in mentions if o not in inside] + [Mention(span.start, span.end, name, IDENTIFIER_TYPE,
-                                                                       True)]
+        identifier = Mention(span.start, span.end, name, IDENTIFIER_TYPE, True)
+        inside = _overlapping(identifier, mentions)
+        if not any(o.named for o in inside):
+            mentions = [o for o in mentions if o not in inside] + [identifier]
     return mentions
 
 

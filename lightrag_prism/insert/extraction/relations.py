@@ -32,7 +32,8 @@ _SUBJECT_DEPS = ("nsubj", "nsubjpass")
 _OBJECT_DEPS = ("dobj", "dative", "oprd")
 _RELATIVE_PRONOUNS = frozenset({"who", "which", "that", "whom"})
 _BORROWS_SUBJECT = ("conj", "xcomp", "advcl")
-POSSESSIVE_PRONOUNS = frozenset({"its", "his", "her", "their"})
+# what a possessive pronoun stands for: a person's, or a thing's
+POSSESSIVES = {"its": "thing", "their": "thing", "his": "person", "her": "person"}
 MAX_PREDICATE_WORDS = 6
 
 
@@ -81,7 +82,7 @@ def _possessive_pronoun(noun):
     """The "its"/"his"/"her"/"their" of a common noun ("its headquarters"), else None."""
     if noun.pos_ != "NOUN":
         return None
-    return next((c for c in noun.children if c.dep_ == "poss" and c.lower_ in POSSESSIVE_PRONOUNS), None)
+    return next((c for c in noun.children if c.dep_ == "poss" and c.lower_ in POSSESSIVES), None)
 
 
 def _verb_phrase(verb) -> str:

