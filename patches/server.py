@@ -38,6 +38,8 @@ SERVER_GLOBALS = [
     ("lightrag.api.lightrag_server", "create_app"),
     ("lightrag.api.routers.query_routes", "QueryRequest"),
     ("lightrag.api.routers.query_routes", "create_query_routes"),
+    ("lightrag.api.routers.query_routes", "QueryResponse"),
+    ("lightrag.api.routers.query_routes", "ReferenceItem"),
     ("lightrag.api.routers.ollama_api", "parse_query_mode"),
     ("lightrag.api.routers.ollama_api", "_ESTIMATE_TOKENIZER"),
     ("lightrag.api.routers.document_routes", "PROCESS_OPTION_CHUNK_FIXED"),
@@ -125,6 +127,21 @@ def prism_query_request(base):
 
 
 # --- Ollama-compatible chat ------------------------------------------------------------------------------------
+def cited_query_response(base, reference_item):
+    """``QueryResponse`` whose references keep the pages and sections the plugin adds (LightRAG's
+    ``ReferenceItem`` drops the fields it does not declare)."""
+    from typing import List
+
+    from pydantic import Field, create_model
+
+    cited = create_model(
+        "CitedReferenceItem", __base__=reference_item,
+        pages=(Optional[List[int]], Field(default=None, description="Pages of the file its cited chunks cover")),
+        sections=(Optional[List[str]], Field(default=None, description="Section paths (A > B) of its cited chunks")))
+    return create_model("QueryResponse", __base__=base, references=(Optional[List[cited]], Field(
+        default=None, description=base.model_fields["references"].description)))
+
+
 def plugin_search_modes() -> type[Enum]:
     from lightrag_prism.retrievers import registered_modes
 
@@ -245,6 +262,7 @@ def install(make_rag: Callable[..., Any], add_routes: Callable[[Any, Any, Any], 
         lightrag_server.create_embedding_function_from_args = lambda args, config_cache=None: embedding_func
     lightrag_server.LightRAG = build_rag
     query_routes.QueryRequest = prism_query_request(query_routes.QueryRequest)
+    query_routes.QueryResponse = cited_query_response(query_routes.QueryResponse, query_routes.ReferenceItem)
     modes = plugin_search_modes()
     wrap_once(ollama_api, "parse_query_mode", lambda original: prism_parse_query_mode(original, modes))
     # LightRAG's token estimate builds a tiktoken encoder that downloads its vocabulary on first use.

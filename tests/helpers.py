@@ -162,3 +162,14 @@ def wrapper_chain(function) -> list:
         chain.append(function)
         function = getattr(function, "__wrapped__", None)
     return chain
+
+
+def without_citations(result: dict) -> dict:
+    """``result`` without what citations/attach.py adds: ``citation`` per chunk, ``pages``/``sections`` per
+    reference."""
+    data = result.get("data") or {}
+    chunks = [{k: v for k, v in c.items() if k != "citation"} for c in data.get("chunks", [])]
+    references = [{k: v for k, v in r.items() if k not in ("pages", "sections")} for r in data.get("references", [])]
+    if not data:
+        return result
+    return {**result, "data": {**data, "chunks": chunks, "references": references}}

@@ -23,6 +23,7 @@ from ..patches.journaled_stores import adopt_shared_namespaces, register_files
 from ..backends.embedding_cache import embedding_cache_of
 from .group_commit import PACED_MIN_PARALLEL, CallsInFlight, CommitPolicy, install_group_commit
 from .prefetch import install_prefetch
+from ..citations.layout import mark_pages
 from ..plugin_state import PluginState, plugin_state, register, unregister
 from .entity_types.discovery import STATE_DOCUMENT as ENTITY_TYPES_DOCUMENT
 from .entity_types.discovery import discover_entity_types, load_state, read_folder
@@ -209,8 +210,9 @@ class InsertFeaturesMixin:
     async def ainsert(self, input, split_by_character=None, split_by_character_only=False, ids=None,
                       file_paths=None, track_id=None, *, timestamps=None, agentic_merging: bool = False,
                       agentic_merging_threshold: float = 0.8) -> str:
-        """LightRAG's ``ainsert`` plus per-document ``timestamps`` and agentic merging of the new entities."""
-        docs = insert_documents(input)
+        """LightRAG's ``ainsert`` plus per-document ``timestamps`` and agentic merging of the new entities. A
+        document's form feeds (page breaks) become page markers its chunks' citations read (``citations/``)."""
+        docs = [mark_pages(doc) for doc in insert_documents(input)]
         stamps = validate_timestamps(timestamps, len(docs)) if timestamps is not None else None
         threshold = _check_threshold(agentic_merging_threshold) if agentic_merging else None
         if stamps:
@@ -233,6 +235,15 @@ class InsertFeaturesMixin:
         await close_plugin_state(self)
         await super().finalize_storages()
         await compact_journals(self)
+
+    async def apipeline_enqueue_documents(self, input, *args, **kwargs):
+        """LightRAG's enqueue, with page breaks as page markers (LightRAG's sanitiser deletes form feeds); LightRAG
+        Server's ``/documents/text`` comes in here."""
+        if isinstance(input, str):
+            input = mark_pages(input)
+        elif isinstance(input, list):
+            input = [mark_pages(doc) if isinstance(doc, str) else doc for doc in input]
+        return await super().apipeline_enqueue_documents(input, *args, **kwargs)
 
     async def apipeline_process_enqueue_documents(self, *args, **kwargs):
         """LightRAG's pipeline run, one at a time among every process on these storages (its own ``busy`` flag

@@ -2,8 +2,10 @@
 
 * :func:`make_prism_chunker` wraps the chunking function (LightRAG's default, the table-aware chunker, or the
   user's own). Text without an HTML table goes to LightRAG's ``chunking_by_token_size`` unchanged, so chunks are
-  identical to stock LightRAG's. A document inserted with a timestamp gets a ``[Time: ts]`` header line on every
-  chunk (so the timestamp shows in query context) and a ``prism_timestamp`` chunk field.
+  identical to stock LightRAG's. Page markers are taken out first and every chunk gets its citation (pages,
+  section path, span) in its ``heading`` record (``citations/``). A document inserted with a timestamp gets a
+  ``[Time: ts]`` header line on every chunk (so the timestamp shows in query context) and a ``prism_timestamp``
+  chunk field.
 * :class:`InsertHooks.extract` (called instead of ``LightRAG._process_extract_entities``, see
   ``patches/insert_hooks.py``) strips that header before extraction. Without an LLM the chunks go to the offline
   extractor (:mod:`.extraction.offline_hook`); with one, it extracts table chunks with
@@ -26,6 +28,8 @@ from lightrag.operate import extract_entities
 from lightrag.utils import compute_mdhash_id, sanitize_text_for_encoding
 
 from .. import patches
+from ..citations.layout import Layout
+from ..citations.store import cite_chunks
 from ..inputs import html_to_text
 from ..plugin_state import plugin_state
 from .tables.html import find_table_spans
@@ -77,7 +81,6 @@ def make_prism_chunker(inner: Callable | None, timestamps: dict[str, str], *, ta
     it, or None when none can exist. With table awareness, a whole HTML page is chunked as its text with its
     tables kept (``inputs.html_to_text``).
     """
-    base = inner or chunking_by_token_size
     table_cap = None
     if embed_max_tokens:
         table_cap = max(embed_max_tokens - _HEADER_MARGIN, embed_max_tokens // 2)
@@ -86,15 +89,22 @@ def make_prism_chunker(inner: Callable | None, timestamps: dict[str, str], *, ta
     def chunk(tokenizer, content, timestamp, options):
         if table_chunker is not None and HTML_PAGE.match(content):
             content = html_to_text(content)
-        use_tables = table_chunker is not None and find_table_spans(content)
-        result = (table_chunker if use_tables else base)(tokenizer, content, *options)
-        if timestamp is None:
-            return result
+        layout = Layout.parse(content)  # page markers out: the chunks are those of the text without them
+        if table_chunker is not None and find_table_spans(layout.text):
+            result = table_chunker(tokenizer, layout.text, *options)
+        elif inner is None:
+            result = chunking_by_token_size(tokenizer, layout.text, *options, _emit_source_span=True)
+        else:
+            result = inner(tokenizer, layout.text, *options)
+
+        def finish(chunks):
+            chunks = cite_chunks(list(chunks), layout)
+            return chunks if timestamp is None else _stamp(chunks, timestamp, tokenizer)
         if inspect.isawaitable(result):
-            async def stamped():
-                return _stamp(list(await result), timestamp, tokenizer)
-            return stamped()
-        return _stamp(list(result), timestamp, tokenizer)
+            async def finished():
+                return finish(await result)
+            return finished()
+        return finish(result)
 
     def prism_chunking(tokenizer, content, split_by_character=None, split_by_character_only=False,
                        chunk_overlap_token_size=100, chunk_token_size=1200):

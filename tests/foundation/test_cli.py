@@ -128,7 +128,7 @@ def test_html_and_docx_headings_become_markdown_headings(tmp_path):
                         ) == "# Acme Robotics\n\nAcme builds robots.\n\n### History\n\nSince 2011."
     document = docx.Document()
     document.add_heading("Acme Robotics", level=0)  # Word's "Title" style
-    document.add_heading("History", level=2)
+    document.add_heading("History", level=1)  # a level below the Title
     document.add_paragraph("Founded in 2011 by Ines Vale.")
     document.save(tmp_path / "acme.docx")
     assert docx_text(tmp_path / "acme.docx") == "# Acme Robotics\n\n## History\n\nFounded in 2011 by Ines Vale."

@@ -24,6 +24,8 @@ SOURCES = ["olvide_film.txt", "olvide_birth.txt", "vexholm.txt"]
 HTML_PAGE = ("<!DOCTYPE html><html><head><title>t</title><style>p {color: red}</style></head><body>"
              "<p>Awards won by Glass Harbour.</p><table><tr><th>Year</th><th>Award</th></tr>"
              "<tr><td>1999</td><td>Nordic Film Prize</td></tr></table><p>End of the list.</p></body></html>")
+PAGED = ("# Vexholm Lighthouse\nThe lamp of the Vexholm Lighthouse is kept lit by Ida Brekke.\f"
+         "She took over from her grandfather Anders Brekke in 1931.")
 RETRIEVAL_MODES = [m for m in valid_modes() if m != "bypass"]
 
 
@@ -36,7 +38,8 @@ def scripted():
 
 @pytest.fixture(scope="module")
 def offline(scripted, tmp_path_factory):
-    """A server without an LLM, holding the three texts (one with a timestamp) and one uploaded HTML page."""
+    """A server without an LLM, holding the three texts (with timestamps), one uploaded HTML page and a text with
+    two pages."""
     root = tmp_path_factory.mktemp("serve_offline")
     with running_server(root, server_env(scripted, llm=False)) as base:
         with httpx.Client(base_url=base, timeout=60) as client:
@@ -47,6 +50,9 @@ def offline(scripted, tmp_path_factory):
             upload = client.post("/documents/upload", files={"file": ("awards.html", HTML_PAGE, "text/html")})
             assert upload.status_code == 200, upload.text
             wait_processed(client, 4)
+            paged = client.post("/documents/texts", json={"texts": [PAGED], "file_sources": ["wenna.pdf"]})
+            assert paged.status_code == 200, paged.text
+            wait_processed(client, 5)
             yield client, root
 
 
@@ -64,6 +70,21 @@ def test_uploads_go_through_the_plugin_insert_path(offline):
     # the page's text, its table whole in one chunk, no head/style markup
     assert any("<table>" in c and "</table>" in c and "Nordic Film Prize" in c for c in page)
     assert not any(tag in c for c in page for tag in ("<style>", "<body>", "color: red", "<title>"))
+
+
+def test_query_routes_return_citations_with_pages_and_sections(offline):
+    """A text posted with form feeds between its pages: /query/data's chunks cite file, pages, section and span,
+    /query's references keep the pages and sections (LightRAG's reference model would drop them)."""
+    client, _ = offline
+    question = "Who keeps the Vexholm lighthouse lamp lit?"
+    data = client.post("/query/data", json={"query": question, "mode": "prism", "chunk_top_k": 5}).json()
+    cited = [c["citation"] for c in data["data"]["chunks"] if c["file_path"] == "wenna.pdf"]
+    assert cited and cited[0]["file"] == "wenna.pdf" and cited[0]["pages"] == [1, 2]
+    assert cited[0]["section"] == "Vexholm Lighthouse" and len(cited[0]["span"]) == 2
+    for mode in ("prism", "naive"):
+        body = client.post("/query", json={"query": question, "mode": mode, "include_references": True}).json()
+        wenna = [r for r in body["references"] if r["file_path"] == "wenna.pdf"]
+        assert wenna and wenna[0]["pages"] == [1, 2] and wenna[0]["sections"] == ["Vexholm Lighthouse"], body
 
 
 def test_upload_then_multi_hop_query_finds_both_hops(offline):
@@ -177,7 +198,7 @@ def test_stock_routes_and_webui_still_work(offline):
     graph = client.get("/graphs", params={"label": "Marta Olvide", "max_depth": 2}).json()
     assert any(node["id"] == "Marta Olvide" for node in graph["nodes"])
     docs = client.post("/documents/paginated", json={"page": 1, "page_size": 10}).json()
-    assert len(docs["documents"]) == 4
+    assert len(docs["documents"]) == 5
     stock = client.post("/query/data", json={"query": QUESTION, "mode": "local"}).json()
     assert stock["status"] == "success"
 

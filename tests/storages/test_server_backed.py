@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from lightrag_prism import PrismQueryParam, PrismRAG
+from lightrag_prism.citations.layout import mark_pages, page_marker
 from lightrag_prism.eval.datasets import load_2wiki_corpus
 from lightrag_prism.retrievers import valid_modes
 from tests.helpers import dense_hash_embedding_func
@@ -27,6 +28,7 @@ MODES = [m for m in valid_modes() if m != "bypass"]
 TABLE_DOC = ("Quarterly revenue of Zorblax Corp.\n<table><tr><th>Quarter</th><th>Revenue</th></tr>"
              "<tr><td>Q1 2024</td><td>12.5</td></tr><tr><td>Q2 2024</td><td>14.1</td></tr></table>\n"
              "Zorblax Corp is based in Kestrel Bay.")
+PAGED_DOC = "# Kestrel Bay\nZorblax Corp opened a plant in Kestrel Bay.\f## Plant\nThe plant makes forty pumps a day."
 QUESTIONS = ["Who directed the film?", "Where was the composer born?", "What is the revenue of Zorblax Corp?"]
 
 
@@ -58,15 +60,19 @@ async def index_and_rank(stack: str | None, working_dir: Path) -> dict:
         texts, ids = corpus()
         stamps = ["2001-01-01"] * len(texts) + ["2024-07-01"]
         await rag.ainsert(texts + [TABLE_DOC], ids=ids + ["table"], timestamps=stamps)
-        rankings = {}
+        await rag.ainsert(PAGED_DOC, ids="paged", file_paths="kestrel.pdf")
+        rankings, citations = {}, set()
         for question in QUESTIONS:
             for mode in MODES:
                 result = await rag.aquery_data(question, PrismQueryParam(mode=mode, enable_rerank=False))
                 assert result["status"] == "success", (stack, mode, result.get("message"))
                 rankings[question, mode] = [(c["chunk_id"], c.get("score")) for c in result["data"]["chunks"]]
+                citations.update((c["chunk_id"], json.dumps(c["citation"])) for c in result["data"]["chunks"])
         table_chunks = [c for c in await rag.text_chunks.get_by_ids(
             (await rag.doc_status.get_by_id("table"))["chunks_list"]) if c]
-        return {"rankings": rankings, "table_chunks": [c["content"] for c in table_chunks],
+        paged = [c for c in await rag.text_chunks.get_by_ids((await rag.doc_status.get_by_id("paged"))["chunks_list"])]
+        return {"rankings": rankings, "table_chunks": [c["content"] for c in table_chunks], "citations": citations,
+                "paged": [c["heading"] for c in paged],
                 "labels": sorted(await rag.chunk_entity_relation_graph.get_all_labels())}
     finally:
         await rag.finalize_storages()
@@ -80,6 +86,10 @@ def test_every_mode_ranks_as_on_the_file_stack(servers, stack, tmp_path):
     for key, ranking in files["rankings"].items():
         assert ranking, key
         assert same_ranking(served["rankings"][key], ranking), (key, served["rankings"][key], ranking)
+    # citations (kept in the chunk's heading record: PostgreSQL's JSONB column, Redis's JSON) as on files
+    assert served["citations"] == files["citations"] and served["paged"] == files["paged"]
+    assert served["paged"] == [{"level": 1, "heading": "Kestrel Bay", "parent_headings": [], "pages": [1, 2],
+                                "span": [len(page_marker(1)) + 1, len(mark_pages(PAGED_DOC))]}]
     # insert features on the stack: the table kept whole in one chunk, the timestamp header on it
     assert any("<table>" in c and "</table>" in c and c.startswith("[Time: 2024-07-01]") for c in served["table_chunks"])
 

@@ -62,12 +62,21 @@ function renderList(target, items, render) {
   $(target).replaceChildren(...items.map(render));
 }
 
+// "file p. 2–3 § Section", as the command line prints it (citations/store.py:citation_label)
+function citationLabel(chunk) {
+  const c = chunk.citation || {};
+  let label = c.file || chunk.file_path || "unknown source";
+  if (Array.isArray(c.pages)) label += ` p. ${c.pages[0]}` + (c.pages[1] !== c.pages[0] ? `–${c.pages[1]}` : "");
+  if (c.section) label += ` § ${c.section}`;
+  return label;
+}
+
 function renderPassage(chunk, i) {
   const li = el("li", undefined, "passage");
   const meta = el("div", undefined, "meta");
   meta.append(el("b", `#${i + 1}`), " score ", el("span", Number(chunk.score ?? 0).toFixed(3), "score"), " ");
   for (const tag of String(chunk.found_by || "").split("+").filter(Boolean)) meta.append(el("span", tag, "badge"));
-  meta.append(" ", el("span", chunk.file_path || "", "muted"));
+  meta.append(" ", el("span", citationLabel(chunk), "muted citation"));
   li.append(meta, el("p", (chunk.content || "").slice(0, 400), "text"));
   return li;
 }
