@@ -34,3 +34,17 @@ def test_a_folder_of_good_and_bad_pdfs(capsys, tmp_path, endpoint_env):  # noqa:
         label = re.match(r" ?\d+\. (.+?)(  score|$)", head).group(1)
         assert re.fullmatch(r"(manual|damaged|permissions)\.pdf p\. \d+(–\d+)?( § .+)?", label), head
     assert any(" § Chapter " in head for head in heads)
+
+
+def test_a_500_page_pdf_is_read_page_by_page_with_nothing_lost(tmp_path):
+    from lightrag_prism.citations.layout import Layout
+    from lightrag_prism.inputs import pdf_text
+    from tests.citations.corpus import LINES_PER_PAGE, sentence
+
+    text = pdf_text(make_manual(tmp_path / "big.pdf", pages=500))
+    layout = Layout.parse(text)
+    assert layout.page_numbers == list(range(1, 501))
+    for page in (0, 249, 499):  # every line of a page is on that page
+        for line in (0, LINES_PER_PAGE - 1):
+            at = layout.text.index(sentence(page, line))
+            assert layout.citation(at, at + 10).pages == (page + 1, page + 1)
