@@ -93,23 +93,25 @@ def pdf_text(path: Path, notes: list[str] | None = None) -> str:
     An encrypted PDF opens when it needs no password (permissions only); otherwise it is refused."""
     pypdf = _office_library("pypdf", path)
     try:
-        reader = pypdf.PdfReader(str(path))
-        if reader.is_encrypted and not reader.decrypt(""):
-            raise InputError(f"{path}: the PDF is encrypted with a password; decrypt it first, e.g. "
-                             f"qpdf --password=... --decrypt {path} decrypted.pdf")
-        with _PypdfProblems() as problems:
-            pages = [_page_text(page, number, problems, path, notes) for number, page in
-                     enumerate(reader.pages, start=1)]
-        for page_index, level, title in _pdf_outline(reader):
-            if 0 <= page_index < len(pages):
-                pages[page_index] = _with_heading(pages[page_index], level, title)
+        return read_pdf(pypdf.PdfReader(str(path)), path, notes)
     except InputError:
         raise
     except Exception as exc:  # pypdf raises many types on damaged files
         raise InputError(f"{path}: not a readable PDF ({type(exc).__name__}: {exc})") from None
-    if not any(pages):
-        return ""
-    return join_pages(pages)
+
+
+def read_pdf(reader, name, notes: list[str] | None = None, password: str | None = None) -> str:
+    """:func:`pdf_text` of an open ``pypdf.PdfReader`` (also LightRAG Server's uploads, ``patches/server.py``);
+    ``name`` names the file in errors and notes."""
+    if reader.is_encrypted and not reader.decrypt(password or ""):
+        raise InputError(f"{name}: the PDF is encrypted with a password; decrypt it first, e.g. "
+                         f"qpdf --password=... --decrypt {name} decrypted.pdf")
+    with _PypdfProblems() as problems:
+        pages = [_page_text(page, number, problems, name, notes) for number, page in enumerate(reader.pages, 1)]
+    for page_index, level, title in _pdf_outline(reader):
+        if 0 <= page_index < len(pages):
+            pages[page_index] = _with_heading(pages[page_index], level, title)
+    return join_pages(pages) if any(pages) else ""
 
 
 class _PypdfProblems(logging.Handler):

@@ -16,7 +16,10 @@ prefixes in ``parse_query_mode``, and uploads are chunked by the fixed-token str
   and its mode selector lists the plugin's modes;
 * ``document_routes``: the default chunking of uploads, scans and texts is ``C`` (``chunking_func``, i.e. the
   plugin's table-aware chunker); a strategy the client names explicitly is kept. ``/documents/text(s)`` accept an
-  optional ``timestamp`` / ``timestamps`` for timestamp-aware summaries.
+  optional ``timestamp`` / ``timestamps`` for timestamp-aware summaries;
+* ``query_routes.QueryResponse``: its references keep the pages and sections of citations;
+* ``parser.legacy.extractors``: an uploaded PDF is read page by page with its outline (``inputs.read_pdf``), so
+  its chunks cite pages.
 
 Importing ``lightrag.api`` parses the server's command line (``lightrag.api.config``): call
 ``lightrag.api.config.initialize_config`` first.
@@ -47,6 +50,8 @@ SERVER_GLOBALS = [
     ("lightrag.api.routers.document_routes", "InsertTextsRequest"),
     ("lightrag.api.routers.document_routes", "pipeline_index_texts"),
     ("lightrag.api.lightrag_server", "create_embedding_function_from_args"),
+    ("lightrag.parser.legacy.extractors", "_extract_pdf_pypdf"),
+    ("lightrag.parser.legacy.extractors", "_BINARY_EXTRACTORS"),
 ]
 OLLAMA_PARSE_PARAMS = 1
 PIPELINE_INDEX_TEXTS_PARAMS = 7
@@ -271,6 +276,25 @@ def install(make_rag: Callable[..., Any], add_routes: Callable[[Any, Any, Any], 
     document_routes.InsertTextRequest, document_routes.InsertTextsRequest = timestamped_text_requests(
         document_routes.InsertTextRequest, document_routes.InsertTextsRequest)
     wrap_once(document_routes, "pipeline_index_texts", claiming_timestamps)
+    _read_uploaded_pdfs_with_pages()
+
+
+def _read_uploaded_pdfs_with_pages() -> None:
+    """Uploaded PDFs are read as ``lightrag-prism index`` reads them (``inputs.read_pdf``: page markers, outline
+    headings), so their chunks cite pages. LightRAG's extractor is found by the module global it compares against
+    and by its table entry: both are replaced."""
+    from io import BytesIO
+
+    from lightrag.parser.legacy import extractors
+
+    from lightrag_prism.inputs import read_pdf
+
+    def extract_pdf_with_pages(file_bytes: bytes, password: str | None = None) -> str:
+        import pypdf
+
+        return read_pdf(pypdf.PdfReader(BytesIO(file_bytes)), "the uploaded PDF", password=password)
+
+    extractors._extract_pdf_pypdf = extractors._BINARY_EXTRACTORS["pdf"] = extract_pdf_with_pages
 
 
 def _custom_chunking_option() -> str:

@@ -4,12 +4,14 @@ route, validation errors that list the modes, the Ollama-compatible prefixes, th
 from __future__ import annotations
 
 import json
+import re
 
 import httpx
 import pytest
 from lightrag.kg import json_kv_impl
 
 from lightrag_prism.retrievers import registered_modes, valid_modes
+from tests.citations.corpus import make_manual
 from tests.server.support import running_server, server_env, wait_processed
 from tests.scripted_server import ScriptedServer
 
@@ -38,8 +40,8 @@ def scripted():
 
 @pytest.fixture(scope="module")
 def offline(scripted, tmp_path_factory):
-    """A server without an LLM, holding the three texts (with timestamps), one uploaded HTML page and a text with
-    two pages."""
+    """A server without an LLM, holding the three texts (with timestamps), one uploaded HTML page, a text with two
+    pages and an uploaded 12-page PDF."""
     root = tmp_path_factory.mktemp("serve_offline")
     with running_server(root, server_env(scripted, llm=False)) as base:
         with httpx.Client(base_url=base, timeout=60) as client:
@@ -53,6 +55,10 @@ def offline(scripted, tmp_path_factory):
             paged = client.post("/documents/texts", json={"texts": [PAGED], "file_sources": ["wenna.pdf"]})
             assert paged.status_code == 200, paged.text
             wait_processed(client, 5)
+            pdf = make_manual(root / "manual.pdf").read_bytes()
+            upload = client.post("/documents/upload", files={"file": ("manual.pdf", pdf, "application/pdf")})
+            assert upload.status_code == 200, upload.text
+            wait_processed(client, 6)
             yield client, root
 
 
@@ -85,6 +91,15 @@ def test_query_routes_return_citations_with_pages_and_sections(offline):
         body = client.post("/query", json={"query": question, "mode": mode, "include_references": True}).json()
         wenna = [r for r in body["references"] if r["file_path"] == "wenna.pdf"]
         assert wenna and wenna[0]["pages"] == [1, 2] and wenna[0]["sections"] == ["Vexholm Lighthouse"], body
+    # an uploaded PDF is read page by page, with its outline as sections
+    data = client.post("/query/data", json={"query": "How often is valve V06-07 inspected by crew 5?",
+                                            "mode": "naive", "chunk_top_k": 10}).json()
+    manual = [c for c in data["data"]["chunks"] if c["file_path"] == "manual.pdf"]
+    assert manual and all(c["citation"]["pages"] and c["citation"]["section"].startswith("Chapter ")
+                          for c in manual), manual
+    for chunk in manual:  # each whole valve sentence names its page: a cited one
+        for page in re.findall(r"on page (\d+) is inspected every \d+ days by crew \d+\.", chunk["content"]):
+            assert chunk["citation"]["pages"][0] <= int(page) <= chunk["citation"]["pages"][1]
 
 
 def test_upload_then_multi_hop_query_finds_both_hops(offline):
@@ -198,7 +213,7 @@ def test_stock_routes_and_webui_still_work(offline):
     graph = client.get("/graphs", params={"label": "Marta Olvide", "max_depth": 2}).json()
     assert any(node["id"] == "Marta Olvide" for node in graph["nodes"])
     docs = client.post("/documents/paginated", json={"page": 1, "page_size": 10}).json()
-    assert len(docs["documents"]) == 5
+    assert len(docs["documents"]) == 6
     stock = client.post("/query/data", json={"query": QUESTION, "mode": "local"}).json()
     assert stock["status"] == "success"
 
