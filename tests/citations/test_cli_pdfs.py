@@ -10,7 +10,10 @@ from tests.citations.corpus import make_bad_pdfs, make_manual
 from tests.foundation.test_cli import endpoint_env  # noqa: F401  (fixture)
 
 
-def test_a_folder_of_good_and_bad_pdfs(capsys, tmp_path, endpoint_env):  # noqa: F811
+def test_a_folder_of_good_and_bad_pdfs(capsys, tmp_path, endpoint_env, monkeypatch):  # noqa: F811
+    # LightRAG keeps a workspace's data in process-wide dicts whatever the working dir: a workspace of its own keeps
+    # these documents out of the other command-line tests of this process
+    monkeypatch.setenv("WORKSPACE", f"cli_pdfs_{tmp_path.name}")
     docs = tmp_path / "docs"
     make_bad_pdfs(docs)
     make_manual(docs / "manual.pdf")
