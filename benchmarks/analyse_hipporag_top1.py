@@ -24,7 +24,7 @@ from lightrag_prism.context import QueryContext
 from lightrag_prism.eval.bench import load_dataset, open_index
 from lightrag_prism.eval.index import passage_lookup
 from lightrag_prism.retrievers.hipporag import mode as hipporag
-from lightrag_prism.retrievers.hipporag.graph import hipporag_graph
+from lightrag_prism.retrievers.views.passage_graph import hipporag_graph
 
 
 async def main(args) -> None:

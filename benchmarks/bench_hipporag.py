@@ -32,7 +32,7 @@ DEFAULT_VARIANTS = ",".join([
 
 
 async def graph_summary(rag) -> dict:
-    from lightrag_prism.retrievers.hipporag.graph import hipporag_graph
+    from lightrag_prism.retrievers.views.passage_graph import hipporag_graph
 
     snapshot = await rag.graph_snapshot()
     view = await hipporag_graph(rag, snapshot)

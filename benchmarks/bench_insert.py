@@ -81,7 +81,7 @@ def make_stock(working_dir: str):
     from lightrag import LightRAG
 
     from lightrag_prism.backends import OfflineTokenizer, local_embedding_func
-    from lightrag_prism.backends.offline_llm import offline_llm, offline_model_name
+    from lightrag_prism.insert.offline_llm import offline_llm, offline_model_name
 
     return LightRAG(working_dir=working_dir, workspace=Path(working_dir).name, llm_model_func=offline_llm("spacy"),
                     llm_model_name=offline_model_name("spacy"), tokenizer=OfflineTokenizer(),

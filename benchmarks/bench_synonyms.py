@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from lightrag_prism.retrievers.hipporag.graph import SynonymState
+from lightrag_prism.retrievers.views.passage_graph import SynonymState
 
 
 def synthetic(n: int, dim: int, rng: np.random.Generator) -> tuple[list[str], np.ndarray]:

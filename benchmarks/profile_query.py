@@ -70,10 +70,10 @@ STAGES = (
     (EMBED, "lightrag_prism.backends.embedding_cache", "CachedEmbedding.__call__"),
     (RETRIEVER, "lightrag_prism.retrievers.prism", "retrieve"),
     (RETRIEVER, "lightrag_prism.retrievers.hipporag", "retrieve"),
-    ("  fact scan", "lightrag_prism.retrievers.hipporag.index", "IndexRows.scores"),
+    ("  fact scan", "lightrag_prism.retrievers.views.index", "IndexRows.scores"),
     ("  multi-hop", "lightrag_prism.retrievers.prism.expand", "multihop_expand"),
     (FASTRP, "lightrag_prism.retrievers.prism.expand", "fastrp_top"),
-    (PPR, "lightrag_prism.retrievers.passage_rank", "passage_ppr"),
+    (PPR, "lightrag_prism.retrievers.views.passage_rank", "passage_ppr"),
     (PPR, "lightrag_prism.retrievers.hipporag.mode", "rank_passages"),
     ("  expanded items", "lightrag_prism.retrievers.prism.mode", "_expanded_items"),
     (TOKENIZER, "lightrag_prism.backends.tokenizer", "OfflineTokenizer.encode"),
@@ -82,8 +82,8 @@ STAGES = (
 # part above).
 FINE_STAGES = (
     ("  linking (facts and names)", "lightrag_prism.retrievers.prism.mode", "_linked_seeds"),
-    ("  dense passage scores", "lightrag_prism.retrievers.hipporag.graph", "HippoGraph.dense_scores"),
-    ("    per-query weights", "lightrag_prism.retrievers.passage_rank", "PassageGraph.weighted"),
+    ("  dense passage scores", "lightrag_prism.retrievers.views.passage_graph", "HippoGraph.dense_scores"),
+    ("    per-query weights", "lightrag_prism.retrievers.views.passage_rank", "PassageGraph.weighted"),
     ("    CG solve", "lightrag_prism.graph.ppr_cg", "solve"),
     ("  top nodes", "lightrag_prism.retrievers.prism.expand", "top_non_seed"),
     ("  fusion", "lightrag_prism.retrievers.prism.expand", "fuse_ranked"),

@@ -41,10 +41,7 @@ class QueryContext:
     async def snapshot(self) -> GraphSnapshot:
         """The instance's graph snapshot; if other processes' writes could not be checked or loaded, the answer
         comes from the last snapshot this process has, and the fallbacks say so (once per query)."""
-        from .retrievers.query_state import ensure_views  # retrievers import this module
-
-        snapshot = await self.rag.graph_snapshot()
-        await ensure_views(self.rag, snapshot)
+        snapshot = await self.rag.query_snapshot()  # PrismRAG: the snapshot with the modes' views up to date
         watcher = getattr(self.rag, "version_watcher", None)
         failure = watcher.failure if watcher is not None else None
         if failure and not any(f["step"] == "freshness" for f in self.retrieval.metadata.get("fallbacks", [])):
@@ -82,3 +79,21 @@ class QueryContext:
                 self._llm_unreachable = f"{reason} (the endpoint refused a connection earlier in this query)"
             self.retrieval.record_fallback(step, reason)
         return None
+
+    def reranker_llm(self, step: str, stats: dict):
+        """A reranker's injected LLM: :meth:`llm` (the instance's LLM, LightRAG's cache and queue; calls counted in
+        ``stats``). A failed call raises, which the rerankers turn into their own fallback (window -> retrieval
+        order, pair -> tie)."""
+
+        async def llm(prompt: str, system_prompt: str | None = None) -> str:
+            answer = await self.llm(prompt, step=step, system_prompt=system_prompt, stats=stats)
+            if answer is None:
+                raise RuntimeError("no LLM answer")
+            return answer
+
+        return llm
+
+    def own_final_ranking(self, n: int) -> None:
+        """The mode is the reranker and picks the count: LightRAG must not rerank again nor cut below ``n``."""
+        self.param.enable_rerank = False
+        self.param.chunk_top_k = max(self.param.chunk_top_k or 0, n)

@@ -178,7 +178,7 @@ def watch_writes(storage, changes: GraphChanges, methods: Iterable[str] | None =
 class KeyChanges(_PositionLog):
     """Ids written (``upsert``) or deleted in one KV storage, each with the position of its last write, as noted by
     :func:`watch_keys`; ``drop`` or a call it cannot parse asks for a whole read. Views that read every record (the
-    hipporag passages) read again only the ids noted since their last read (``hipporag/graph.py``)."""
+    hipporag passages) read again only the ids noted since their last read (``views/passage_graph.py``)."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -101,7 +101,7 @@ def pdf_text(path: Path, notes: list[str] | None = None) -> str:
 
 
 def read_pdf(reader, name, notes: list[str] | None = None, password: str | None = None) -> str:
-    """:func:`pdf_text` of an open ``pypdf.PdfReader`` (also LightRAG Server's uploads, ``patches/server.py``);
+    """:func:`pdf_text` of an open ``pypdf.PdfReader`` (also LightRAG Server's uploads, ``server/integration.py``);
     ``name`` names the file in errors and notes."""
     if reader.is_encrypted and not reader.decrypt(password or ""):
         raise InputError(f"{name}: the PDF is encrypted with a password; decrypt it first, e.g. "

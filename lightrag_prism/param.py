@@ -67,7 +67,7 @@ class PrismQueryParam(QueryParam):
     hipporag_name_linking: bool = True
     # prism and hipporag: the question's words count in the first stage (the head, the passages' PPR weights) as
     # BM25 counts them, fused with the dense scores by reciprocal rank, the lexical rank weighted by lexical_weight
-    # (retrievers/lexical.py); 0 (default): dense alone, as measured best where the graph ranks (docs/prism.md)
+    # (retrievers/views/lexical.py); 0 (default): dense alone, as measured best where the graph ranks (docs/prism.md)
     lexical_weight: float = 0.0
     # prism and hipporag: a graph with fewer relations per passage than this has too little to say: the passages
     # are ranked by the BM25 + dense fusion instead (recorded in the fallbacks); 0 turns the check off

@@ -28,7 +28,7 @@ from lightrag.query_validation import validate_query_not_empty, validate_rag_que
 from . import patches
 from .backends.embedding_cache import with_embedding_cache
 from .backends.local_embedder import MODEL_NAME as LOCAL_EMBEDDING_MODEL
-from .backends.offline_llm import offline_llm, offline_model_name
+from .insert.offline_llm import offline_llm, offline_model_name
 from .backends.tokenizer import OfflineTokenizer
 from .citations.answer import CITATION_INSTRUCTION
 from .citations.attach import attach_citations, checked_answer
@@ -45,7 +45,7 @@ from .param import KG_STOCK_MODES, STOCK_MODES, PrismQueryParam, perspectives_en
 from .plugin_state import STATE_ATTRIBUTE as PLUGIN_STATE_ATTRIBUTE, PluginState
 from .query import PrismHooks, active_hooks, annotate, mode_kind, reads_keywords
 from .retrievers import check_mode
-from .retrievers.query_state import prepare_views
+from .retrievers.views.query_state import ensure_views, prepare_views
 from .snapshot import GraphSnapshot, SnapshotCache
 from .storage_faults import storage_fault
 from .threads import query_threads
@@ -156,7 +156,7 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
     gc_freeze: bool = field(default=True)
     """After a large insert, and at start-up over a large index, Python's collector runs once and the objects that
     survive (the loaded index, most of them) go to its permanent generation (``gc.freeze``), so later collections do
-    not scan the whole index again (``retrievers/query_state.py:settle_heap``). Process-wide; False: the collection
+    not scan the whole index again (``retrievers/views/query_state.py:settle_heap``). Process-wide; False: the collection
     alone."""
     group_commit: bool = field(default=True)
     """Coalesce storage flushes: one flush serves every document that asked for it while the previous flush ran
@@ -266,6 +266,13 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
     async def graph_snapshot(self) -> GraphSnapshot:
         """The knowledge graph as CSR matrices, rebuilt lazily after any change (see ``snapshot.py``)."""
         return await self._snapshots.get()
+
+    async def query_snapshot(self) -> GraphSnapshot:
+        """:meth:`graph_snapshot` with the views the modes read (passage graph, facts, indexes) brought up to date
+        first (``retrievers/views/query_state.py:ensure_views``): what ``QueryContext.snapshot`` hands a mode."""
+        snapshot = await self.graph_snapshot()
+        await ensure_views(self, snapshot)
+        return snapshot
 
     def invalidate_snapshot(self) -> None:
         """The graph storage was written through its write methods: the next query's snapshot is the current one

@@ -18,11 +18,17 @@ import numpy as np
 import scipy.sparse as sp
 
 from .graph_changes import Changes, GraphChanges, KeyChanges, edge_key, watch_keys, watch_writes
-from .insert.extraction.records import COOCCURRENCE_KEYWORD, COOCCURRENCE_WEIGHT
 
 PATCH_ALWAYS_BELOW = 1_000  # changed items up to which a build reads only them, whatever the graph's size
 PATCH_SHARE = 16  # past 1/16 of the graph's nodes and edges changed, a build reads the whole graph
 GRAPH_FIELD_SEP = "<SEP>"  # LightRAG's separator inside source_id / description fields
+
+#: ``keywords`` of a link the offline extractor makes between two entities that share a sentence but have no parsed
+#: relation. LightRAG stores it like any relation (its weight counts source chunks); the snapshot multiplies the
+#: weight of a relation whose only keyword this is by :data:`COOCCURRENCE_WEIGHT`, so parsed relations count more
+#: in PPR and expansion.
+COOCCURRENCE_KEYWORD = "mentioned with"
+COOCCURRENCE_WEIGHT = 0.3
 
 
 def split_field(value: Any) -> list[str]:
@@ -411,7 +417,7 @@ class SnapshotCache:
         self._refresh_from: int | None = None  # log position a refresh in progress read from
         self.changes = GraphChanges()
         watch_writes(graph_storage, self.changes)
-        # The passages' records written (hipporag/graph.py reads only those again); None: not watched, read whole.
+        # The passages' records written (views/passage_graph.py reads only those again); None: not watched, read whole.
         self.chunk_changes: KeyChanges | None = None
         if chunk_storage is not None:
             self.chunk_changes = KeyChanges()

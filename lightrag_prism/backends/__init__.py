@@ -1,6 +1,6 @@
-"""Offline-first backends: tokenizer, local embedder, no-LLM stand-in and OpenAI-compatible endpoints."""
+"""Offline-first backends: tokenizer, local embedder and OpenAI-compatible endpoints (the no-LLM stand-in, which
+answers with the offline extractor, is ``insert/offline_llm.py``)."""
 
-from .offline_llm import OFFLINE_MODEL_NAME, offline_llm_complete
 from .openai_compat import (
     embedding_from_env,
     llm_configured_in_env,
@@ -37,8 +37,8 @@ def default_embedding_func():
 
 
 __all__ = [
-    "EMBEDDING_BATCH", "OFFLINE_MODEL_NAME", "OfflineTokenizer", "default_embedding_func", "embedding_from_env",
+    "EMBEDDING_BATCH", "OfflineTokenizer", "default_embedding_func", "embedding_from_env",
     "llm_configured_in_env", "llm_from_env",
-    "local_embedding_func", "offline_llm_complete", "openai_compatible_embedding", "openai_compatible_llm",
+    "local_embedding_func", "openai_compatible_embedding", "openai_compatible_llm",
     "set_worker_idle_seconds",
 ]

@@ -18,7 +18,7 @@ import re
 import time
 from collections import defaultdict
 
-from ..backends.offline_llm import COMPLETE, FENCED_INPUT, TUPLE_DELIMITER, offline_llm_complete
+from ..insert.offline_llm import COMPLETE, FENCED_INPUT, TUPLE_DELIMITER, offline_llm_complete
 from ..progress import insert_progress
 from .datasets import Dataset, OpenIE
 

@@ -29,8 +29,8 @@ from .entity_types.discovery import STATE_DOCUMENT as ENTITY_TYPES_DOCUMENT
 from .entity_types.discovery import discover_entity_types, load_state, read_folder
 from .merging.agentic import agentic_merge, roll_forward
 from .pipeline import InsertHooks, content_key, make_prism_chunker
-from ..retrievers.hipporag.graph import forget_hippo_state
-from ..retrievers.query_state import SETTLE_MIN_NODES, index_items, prepare_query_state
+from ..retrievers.views.passage_graph import forget_hippo_state
+from ..retrievers.views.query_state import SETTLE_MIN_NODES, index_items, prepare_query_state
 from .merging.rebuild import aliases_read_once
 from .recovery import repair_recovery_anchors
 from .state_migration import migrate_state_files

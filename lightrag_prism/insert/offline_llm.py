@@ -18,8 +18,8 @@ import json
 import re
 
 from ..errors import LLMNotConfiguredError
-from ..insert.extraction.bounded_summary import select_fragments
-from ..insert.extraction import COMPLETE, EXTRACTOR_VERSION, TUPLE_DELIMITER, check_extractor, extract_rows
+from .extraction import COMPLETE, EXTRACTOR_VERSION, TUPLE_DELIMITER, check_extractor, extract_rows
+from .extraction.bounded_summary import select_fragments
 from ..keywords import extract_keywords
 
 OFFLINE_MODEL_NAME = "lightrag-prism-offline"

@@ -8,7 +8,7 @@ the upserts of an instance's vector stores and embeds right away, through the in
   :class:`~lightrag_prism.backends.embedding_cache.CachedEmbedding` inside the ``EmbeddingFunc`` keeps the vectors,
   so the flush finds them cached. Only the latest content per (store, id) waiting in the queue is embedded: a hub
   entity updated by ten documents in a row is embedded once.
-* **query-index items** (optional ``index_items`` callback, see ``retrievers/query_state.py``): entity names and
+* **query-index items** (optional ``index_items`` callback, see ``retrievers/views/query_state.py``): entity names and
   fact texts for the hipporag/prism indexes, staged in those indexes (``EmbeddingIndex.stage``).
 
 Store content goes first (a flush waits for it); each call embeds up to :data:`MAX_REQUEST` texts, which the model

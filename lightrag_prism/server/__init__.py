@@ -10,7 +10,7 @@ Options and environment variables are LightRAG Server's (``lightrag-server --hel
   (offline extraction; ``/query`` returns the retrieved context with a note), and the local MiniLM embedder
   (or ``PRISM_EMBEDDING_MODEL``).
 
-What changes in the server is in ``patches/server.py``; the explorer page is ``explorer.py`` at ``/prism``.
+What changes in the server is in ``integration.py`` (LightRAG Server's module globals, each version-checked); the explorer page is ``explorer.py`` at ``/prism``.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def install_server(argv: list[str]):
         raise ImportError(f"lightrag-prism serve needs the api extra ({exc.name or exc} is missing): "
                           f"{extra_install_hint('api')}") from None
     from ..backends import default_embedding_func
-    from ..patches import server as server_patch
+    from . import integration
     from .explorer import add_explorer_routes
 
     files_under_working_dir(args, argv)
@@ -111,7 +111,7 @@ def install_server(argv: list[str]):
         report_plugin_bindings(app_args, use_server_llm, embedding_func)
         add_explorer_routes(app, rag, app_args)
 
-    server_patch.install(make_server_rag(use_server_llm, embedding_func), add_routes, embedding_func)
+    integration.install(make_server_rag(use_server_llm, embedding_func), add_routes, embedding_func)
     return args
 
 

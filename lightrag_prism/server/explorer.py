@@ -87,7 +87,7 @@ WORKER_HEADER = "X-Prism-Worker"
 
 
 def add_explorer_routes(app, rag, args) -> None:
-    """Called by ``patches.server`` on the app LightRAG Server's ``create_app`` built."""
+    """Called by ``integration.install`` on the app LightRAG Server's ``create_app`` built."""
     from lightrag.api.routers import query_routes
     from lightrag.api.utils_api import get_combined_auth_dependency
 

@@ -33,7 +33,7 @@ from enum import Enum
 from typing import Any, Callable, Optional
 
 from . import webui
-from .private import _fail, check_lightrag, check_symbol, wrap_once
+from ..patches.private import _fail, check_lightrag, check_symbol, wrap_once
 
 # Module globals replaced here (name, kind). Checked by check_server_symbols before anything is replaced.
 SERVER_GLOBALS = [
@@ -74,7 +74,7 @@ def _knob_fields() -> dict[str, Any]:
     from lightrag import QueryParam
     from pydantic import Field
 
-    from lightrag_prism.param import PrismQueryParam
+    from ..param import PrismQueryParam
 
     stock = {f.name for f in fields(QueryParam)}
     hints = typing.get_type_hints(PrismQueryParam)
@@ -87,8 +87,8 @@ def prism_query_request(base):
     ``PrismQueryParam`` (its own checks run at validation time, so a bad knob is a 4xx, not a 500)."""
     from pydantic import Field, create_model, field_validator, model_validator
 
-    from lightrag_prism.param import PrismQueryParam
-    from lightrag_prism.retrievers import check_mode, valid_modes
+    from ..param import PrismQueryParam
+    from ..retrievers import check_mode, valid_modes
 
     mode_prefix = prism_parse_query_mode(lambda query: (query, None, False, None), plugin_search_modes())
 
@@ -148,7 +148,7 @@ def cited_query_response(base, reference_item):
 
 
 def plugin_search_modes() -> type[Enum]:
-    from lightrag_prism.retrievers import registered_modes
+    from ..retrievers import registered_modes
 
     return Enum("PrismSearchMode", {m: m for m in registered_modes()}, type=str)
 
@@ -178,15 +178,15 @@ class PendingTimestamps:
         self.by_content: dict[str, str] = {}
 
     def add(self, text: str, timestamp: str | None) -> None:
-        from lightrag_prism.insert.pipeline import content_key
-        from lightrag_prism.insert.timestamps.markers import validate_timestamps
+        from ..insert.pipeline import content_key
+        from ..insert.timestamps.markers import validate_timestamps
 
         if timestamp is not None:
             self.by_content[content_key(text)] = validate_timestamps([timestamp], 1)[0]
 
     async def claim(self, rag, texts: list[str]) -> None:
-        from lightrag_prism.insert.api import save_doc_timestamps
-        from lightrag_prism.insert.pipeline import content_key
+        from ..insert.api import save_doc_timestamps
+        from ..insert.pipeline import content_key
 
         found = {key: self.by_content.pop(key) for key in map(content_key, texts) if key in self.by_content}
         if found:
@@ -242,7 +242,7 @@ def install(make_rag: Callable[..., Any], add_routes: Callable[[Any, Any, Any], 
     from lightrag.api import lightrag_server
     from lightrag.api.routers import document_routes, ollama_api, query_routes
 
-    from lightrag_prism.backends.tokenizer import OfflineTokenizer
+    from ..backends.tokenizer import OfflineTokenizer
 
     check_server_symbols()
     if getattr(lightrag_server.create_app, "_lightrag_prism_wrapped", False):
@@ -287,7 +287,7 @@ def _read_uploaded_pdfs_with_pages() -> None:
 
     from lightrag.parser.legacy import extractors
 
-    from lightrag_prism.inputs import read_pdf
+    from ..inputs import read_pdf
 
     def extract_pdf_with_pages(file_bytes: bytes, password: str | None = None) -> str:
         import pypdf

@@ -12,7 +12,7 @@ import pytest
 from lightrag.utils import EmbeddingFunc
 
 from lightrag_prism.eval.datasets import Dataset, Passage, Question
-from lightrag_prism.retrievers import passage_rank
+from lightrag_prism.retrievers.views import passage_rank
 from tests.retrievers._kg import CHUNKS, DIM, QUERY, _embed, make_rag
 
 pytestmark = pytest.mark.asyncio
@@ -185,7 +185,7 @@ async def test_fastrp_inline_variant_scores_fastrp_on_the_querys_thread_with_the
 async def test_fine_parts_fall_inside_their_stages_and_the_rest_is_what_they_leave(tmp_path):
     """--fine: the retriever's parts are timed inside it, the PPR's weights and solve inside the PPR; the rest of
     the retriever is the retriever minus its parts on the query's path; the table puts parts under their stage."""
-    from lightrag_prism.retrievers.passage_rank import PassageGraph
+    from lightrag_prism.retrievers.views.passage_rank import PassageGraph
 
     pq = _profiler()
     original_weighted = PassageGraph.weighted

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from lightrag_prism.backends import embedding_from_env, llm_from_env
-from lightrag_prism.backends.offline_llm import offline_llm_complete
+from lightrag_prism.insert.offline_llm import offline_llm_complete
 from lightrag_prism.errors import LLMNotConfiguredError
 from lightrag_prism.keywords import extract_keywords
 

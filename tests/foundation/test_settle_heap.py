@@ -10,7 +10,7 @@ import pytest
 
 from lightrag_prism import PrismRAG
 from lightrag_prism.insert.group_commit import PACED_MIN_PARALLEL
-from lightrag_prism.retrievers.query_state import settle_heap
+from lightrag_prism.retrievers.views.query_state import settle_heap
 from tests.helpers import offline_tokenizer
 from tests.retrievers._kg import hash_embedding_func
 

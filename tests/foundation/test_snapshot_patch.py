@@ -12,8 +12,8 @@ from lightrag.kg import networkx_impl
 
 from lightrag_prism import PrismRAG
 from lightrag_prism.graph_changes import GraphChanges, KeyChanges, Written, watch_keys, watch_writes
-from lightrag_prism.retrievers.passage_rank import name_keys
-from lightrag_prism.retrievers.prism import expand as prism_expand
+from lightrag_prism.retrievers.views.passage_rank import name_keys
+from lightrag_prism.retrievers.views import fastrp as fastrp_view
 from lightrag_prism.snapshot import GraphSnapshot, SnapshotCache, build_snapshot, node_moves, rows_from
 from tests.helpers import hash_embedding_func
 
@@ -104,12 +104,12 @@ def assert_views_carried_as_built(snapshot: GraphSnapshot, built: GraphSnapshot,
     carried = node_moves(snapshot, base) is not None
     keys, reference = name_keys(snapshot, base), name_keys(built)
     assert {k: sorted(v) for k, v in keys.items()} == {k: sorted(v) for k, v in reference.items()}
-    old = base.derived.get(prism_expand.FASTRP_KEY) if base is not None else None
+    old = base.derived.get(fastrp_view.FASTRP_KEY) if base is not None else None
     if old is not None:  # old rows first, tombstones for the deleted, a returning name back on its row
         (order, rows, tombstones), (order_ref, rows_ref, tombstones_ref) = (
-            prism_expand._grown_layout(s, base, old) for s in (snapshot, built))
+            fastrp_view._grown_layout(s, base, old) for s in (snapshot, built))
         assert order == order_ref and np.array_equal(rows, rows_ref) and tombstones == tombstones_ref
-    prism_expand.fastrp_cache(snapshot, base)  # the next step's base carries it
+    fastrp_view.fastrp_cache(snapshot, base)  # the next step's base carries it
     return carried
 
 

@@ -12,7 +12,7 @@ from lightrag.base import DocStatus
 from lightrag_prism import PrismQueryParam, PrismRAG
 from lightrag_prism.eval.datasets import load_2wiki_corpus
 from lightrag_prism.insert.summaries import SUMMARY_STATS
-from lightrag_prism.retrievers.hipporag.graph import hippo_state
+from lightrag_prism.retrievers.views.passage_graph import hippo_state
 from lightrag_prism.snapshot import GRAPH_FIELD_SEP, split_field
 from tests.helpers import hash_embedding_func
 

@@ -9,8 +9,9 @@ import pytest
 
 from lightrag_prism import LightRAG, QueryParam
 from lightrag_prism.retrievers import valid_modes
-from lightrag_prism.retrievers.hipporag.mode import dense_head, rank_passages, seed_weights
-from lightrag_prism.retrievers.hipporag.graph import hipporag_graph
+from lightrag_prism.retrievers.hipporag.mode import rank_passages
+from lightrag_prism.retrievers.views.ranking import dense_head, seed_weights
+from lightrag_prism.retrievers.views.passage_graph import hipporag_graph
 from tests.helpers import lightrag_kwargs
 from tests.retrievers._hippo import fake_rag, snapshot_of
 
@@ -230,7 +231,7 @@ async def test_the_head_takes_a_novel_passage_over_a_near_copy_of_the_first(scri
     query_vector = np.asarray(await rag.embedding_func([QUESTION]))[0]
     vectors_unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     dense = vectors_unit @ (query_vector / np.linalg.norm(query_vector))
-    from lightrag_prism.retrievers.passage_rank import dense_head_rows
+    from lightrag_prism.retrievers.views.passage_rank import dense_head_rows
     heads = {nov: [texts[i] for i in dense_head_rows(dense, vectors_unit, 2, nov).tolist()] for nov in (0.0, 0.3)}
     assert heads[0.0] == [PASSAGES["y"], NEAR_COPY] and heads[0.3][0] == PASSAGES["y"]
     assert heads[0.3][1] != NEAR_COPY  # the case this test is about

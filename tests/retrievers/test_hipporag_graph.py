@@ -10,11 +10,11 @@ import pytest
 from lightrag_prism import PrismRAG
 from lightrag_prism.graph import knn
 from lightrag_prism.plugin_state import plugin_state
-from lightrag_prism.retrievers.hipporag.facts import fact_view, orient, predicate_of, snapshot_facts
-from lightrag_prism.retrievers.hipporag import graph as hippo_graph
-from lightrag_prism.retrievers.hipporag.graph import SynonymState, hippo_state, hipporag_graph, synonym_eligible
+from lightrag_prism.retrievers.views.facts import fact_view, orient, predicate_of, snapshot_facts
+from lightrag_prism.retrievers.views import passage_graph as hippo_graph
+from lightrag_prism.retrievers.views.passage_graph import SynonymState, hippo_state, hipporag_graph, synonym_eligible
 from lightrag_prism.snapshot import patch_snapshot
-from lightrag_prism.retrievers.hipporag.index import EmbeddingIndex
+from lightrag_prism.retrievers.views.index import EmbeddingIndex
 from tests.helpers import offline_tokenizer
 from tests.retrievers._hippo import HashEmbedder, fake_rag, snapshot_of
 from tests.retrievers._kg import hash_embedding_func

@@ -7,7 +7,7 @@ import pytest
 
 from lightrag_prism import PrismRAG, QueryParam
 from lightrag_prism.plugin_state import plugin_state
-from lightrag_prism.retrievers.hipporag.graph import FACT_INDEX, NAME_INDEX, hippo_state
+from lightrag_prism.retrievers.views.passage_graph import FACT_INDEX, NAME_INDEX, hippo_state
 from tests.helpers import offline_tokenizer
 from tests.retrievers._kg import hash_embedding_func
 
@@ -71,8 +71,8 @@ def _count_vector_reads(rag) -> dict[str, list[int]]:
 async def test_a_small_insert_reads_only_its_own_rows_and_matches_a_fresh_build(tmp_path):
     import numpy as np
 
-    from lightrag_prism.retrievers.hipporag.facts import fact_view, snapshot_facts
-    from lightrag_prism.retrievers.hipporag.graph import hipporag_graph
+    from lightrag_prism.retrievers.views.facts import fact_view, snapshot_facts
+    from lightrag_prism.retrievers.views.passage_graph import hipporag_graph
     from lightrag_prism.snapshot import snapshot_from_storage
     from lightrag_prism.vectors import chunk_matrix, entity_matrix, relation_matrix
 
@@ -114,8 +114,8 @@ async def test_the_passage_view_reads_only_the_records_written_since_the_last_vi
 
     from lightrag_prism import vectors
     from lightrag_prism.patches import file_reads
-    from lightrag_prism.retrievers.hipporag import graph as hippo_graph
-    from lightrag_prism.retrievers.query_state import ensure_views
+    from lightrag_prism.retrievers.views import passage_graph as hippo_graph
+    from lightrag_prism.retrievers.views.query_state import ensure_views
     from lightrag_prism.snapshot import snapshot_from_storage
     async def assert_as_fresh(snapshot) -> None:
         fresh = await snapshot_from_storage(rag.chunk_entity_relation_graph)

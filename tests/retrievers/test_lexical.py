@@ -8,8 +8,8 @@ from lightrag_prism.eval.bm25 import BM25Index
 from lightrag_prism.eval.datasets import Passage
 from lightrag_prism.eval.metrics import reciprocal_rank_fusion
 from lightrag_prism.graph.lexical import bm25_matrix, bm25_scores
-from lightrag_prism.retrievers import lexical
-from lightrag_prism.retrievers.lexical import Lexicon, LexicalIndex, fused_scores
+from lightrag_prism.retrievers.views import lexical
+from lightrag_prism.retrievers.views.lexical import Lexicon, LexicalIndex, fused_scores
 
 WORDS = ("wal archive standby replica vacuum freeze autovacuum checkpoint buffer memory work_mem shared_buffers "
          "restore_command pg_stat_activity timeline slot sender receiver hot cold page index").split()

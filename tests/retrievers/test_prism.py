@@ -14,6 +14,7 @@ from lightrag import LightRAG
 from lightrag_prism import QueryParam
 from lightrag_prism.graph import FastRPState, fastrp_similarity
 from lightrag_prism.retrievers.prism import expand as prism_expand, mode as prism
+from lightrag_prism.retrievers.views import fastrp as fastrp_view
 from lightrag_prism.snapshot import SnapshotCache, build_snapshot, patch_snapshot
 from lightrag_prism.vectors import entity_vdb_id
 from tests.helpers import without_citations
@@ -149,7 +150,7 @@ async def test_entity_similarities_use_vectors_by_id(rag, monkeypatch):
 async def test_fastrp_is_cached_and_updated_incrementally_when_the_graph_grows(rag, monkeypatch):
     await rag.aquery_data(QUERY, qp("prism"))
     first = await rag.graph_snapshot()
-    assert prism_expand.FASTRP_KEY in first.derived and not first.derived[prism_expand.FASTRP_KEY].incremental
+    assert fastrp_view.FASTRP_KEY in first.derived and not first.derived[fastrp_view.FASTRP_KEY].incremental
     await rag.ainsert_custom_kg({
         "chunks": [{"content": "Gina Hale swam in the Blue River.", "source_id": "c_gina"}],
         "entities": [{"entity_name": "Gina Hale", "entity_type": "person", "description": "A swimmer.",
@@ -159,7 +160,7 @@ async def test_fastrp_is_cached_and_updated_incrementally_when_the_graph_grows(r
     })
     await rag.aquery_data(QUERY, qp("prism"))
     second = await rag.graph_snapshot()
-    cache = second.derived[prism_expand.FASTRP_KEY]
+    cache = second.derived[fastrp_view.FASTRP_KEY]
     assert second is not first and cache.incremental and "Gina Hale" in cache.order
     perm = np.array([second.node_index[n] for n in cache.order])
     rebuilt = FastRPState.build(second.adj[perm][:, perm]).embedding
@@ -170,7 +171,7 @@ async def test_fastrp_is_cached_and_updated_incrementally_when_the_graph_grows(r
     await rag.adelete_by_entity("Gina Hale")
     await rag.aquery_data(QUERY, qp("prism"))
     third = await rag.graph_snapshot()
-    cache = third.derived[prism_expand.FASTRP_KEY]
+    cache = third.derived[fastrp_view.FASTRP_KEY]
     assert "Gina Hale" not in third.node_index and cache.incremental and "Gina Hale" in cache.order
     rows = np.array([third.node_index.get(n, -1) for n in cache.order])
     live = np.flatnonzero(rows >= 0)
@@ -210,15 +211,15 @@ async def test_fastrp_of_a_second_successor_of_one_snapshot_is_built_not_updated
     names = [f"N{i}" for i in range(12)]
     pairs = [(names[i], names[i + 1]) for i in range(11)] + [("N0", "N5"), ("N3", "N9")]
     base = build_snapshot([node(n) for n in names], [edge(a, b) for a, b in pairs])
-    prism_expand.fastrp_cache(base, None)
+    fastrp_view.fastrp_cache(base, None)
     first = patch_snapshot(base, {}, {("N0", "N5"): None}, version=1)  # each drops one edge of ``base``
     second = patch_snapshot(base, {}, {("N3", "N9"): None}, version=2)
-    assert prism_expand.fastrp_cache(first, base).incremental  # it took base's powers and wrote over them
-    cache = prism_expand.fastrp_cache(second, base)
+    assert fastrp_view.fastrp_cache(first, base).incremental  # it took base's powers and wrote over them
+    cache = fastrp_view.fastrp_cache(second, base)
     assert not cache.incremental
     for snap in (first, second):
         rebuilt = FastRPState.build(snap.adj).embedding
-        assert np.allclose(prism_expand.fastrp_cache(snap, base).embedding, rebuilt, atol=1e-5)
+        assert np.allclose(fastrp_view.fastrp_cache(snap, base).embedding, rebuilt, atol=1e-5)
 
 
 class PublicGraphOnly:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from lightrag_prism.retrievers import passage_rank as pr
+from lightrag_prism.retrievers.views import passage_rank as pr
 from lightrag_prism.retrievers.prism.expand import top_non_seed
 from lightrag_prism.snapshot import build_snapshot
 

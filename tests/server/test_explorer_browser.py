@@ -117,7 +117,7 @@ def sent_queries(browser) -> list[dict]:
 
 def test_the_stock_webui_runs_a_plugin_mode_from_its_query_box(site, browser):
     """LightRAG's own WebUI, retrieval page: "/prism ..." typed in its query box runs prism and shows its passages
-    (the WebUI parses the prefix itself against a compiled list, which ``patches/webui.py`` extends), and its mode
+    (the WebUI parses the prefix itself against a compiled list, which ``server/webui.py`` extends), and its mode
     selector lists the plugin's modes."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys

@@ -1,9 +1,9 @@
-"""The pure pieces of patches/server.py: Ollama mode prefixes and timestamps sent with texts."""
+"""The pure pieces of server/integration.py: Ollama mode prefixes and timestamps sent with texts."""
 
 import pytest
 
 from lightrag_prism.insert.pipeline import content_key
-from lightrag_prism.patches.server import PendingTimestamps, plugin_search_modes, prism_parse_query_mode
+from lightrag_prism.server.integration import PendingTimestamps, plugin_search_modes, prism_parse_query_mode
 from lightrag_prism.retrievers import registered_modes
 
 

@@ -1,4 +1,4 @@
-"""``patches/webui.py``: the WebUI's compiled mode lists, extended with the plugin's modes."""
+"""``server/webui.py``: the WebUI's compiled mode lists, extended with the plugin's modes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lightrag_prism.patches import webui
+from lightrag_prism.server import webui
 
 MODES = ["naive", "local", "global", "hybrid", "mix", "bypass", "prism", "hipporag"]
 PARSER = "function MY(e){var jY=[`naive`,`local`,`global`,`hybrid`,`mix`,`bypass`];return jY.includes(e)}"

@@ -37,7 +37,7 @@ async def plugin_state_report(rag, embedder: CountingEmbedder) -> dict:
     from lightrag_prism.insert.timestamps.store import lookup
     from lightrag_prism.insert.merging.rebuild import load_aliases
     from lightrag_prism.plugin_state import plugin_state
-    from lightrag_prism.retrievers.hipporag.graph import hippo_state
+    from lightrag_prism.retrievers.views.passage_graph import hippo_state
 
     log, _ = await open_merge_state(rag)
     state = plugin_state(rag)

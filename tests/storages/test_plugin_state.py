@@ -19,7 +19,7 @@ from lightrag_prism.insert.pipeline import content_key
 from lightrag_prism.insert.merging.rebuild import load_aliases
 from lightrag_prism.insert.state_migration import LEGACY_DOCUMENTS
 from lightrag_prism.plugin_state import plugin_state
-from lightrag_prism.retrievers.hipporag.graph import FACT_INDEX, hippo_state
+from lightrag_prism.retrievers.views.passage_graph import FACT_INDEX, hippo_state
 from tests.helpers import hash_embedding_func, lightrag_kwargs
 from tests.insert.test_entity_types_integration import ANSWER, DOCS, TYPE_MARKER
 from tests.insert.test_merging_integration import ACME, D1, D2, JUDGE_MARKER, judge

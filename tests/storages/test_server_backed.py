@@ -170,7 +170,7 @@ def test_the_passage_view_lists_processed_chunks_on_postgresql_without_reading_w
     from lightrag.base import DocStatus
 
     from lightrag_prism.patches import pg_reads
-    from lightrag_prism.retrievers.hipporag.graph import all_passage_ids
+    from lightrag_prism.retrievers.views.passage_graph import all_passage_ids
 
     async def run():
         rag = PrismRAG(working_dir=str(tmp_path), workspace=f"c{uuid.uuid4().hex[:8]}",

@@ -10,13 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ...snapshot import COOCCURRENCE_KEYWORD, COOCCURRENCE_WEIGHT  # noqa: F401  (re-exported: the extractors)
+
 TUPLE_DELIMITER = "<|#|>"
 COMPLETE = "<|COMPLETE|>"
-#: ``keywords`` of a link between two entities that share a sentence but have no parsed relation. LightRAG stores
-#: it like any relation (its weight counts source chunks); the graph snapshot multiplies the weight of a relation
-#: whose only keyword this is by :data:`COOCCURRENCE_WEIGHT`, so parsed relations count more in PPR and expansion.
-COOCCURRENCE_KEYWORD = "mentioned with"
-COOCCURRENCE_WEIGHT = 0.3
 # LightRAG embeds every entity and relation, and embedding time grows with text length, so description length is
 # insert time (entity and relation texts are most of the embedder's characters). An entity's description is its
 # sentence when that fits in 160 characters (three sentences in four of the bundled corpora's), else the whole

@@ -165,27 +165,6 @@ async def dense_pass(ctx: QueryContext, queries: list[str], k: int) -> list[list
         for i, q in enumerate(queries))))
 
 
-def reranker_llm(ctx: QueryContext, step: str, stats: dict):
-    """A reranker's injected LLM: ``ctx.llm`` (instance LLM, LightRAG cache and queue, calls counted in ``stats``).
-
-    A failed call raises, which the rerankers turn into their own fallback (window → retrieval order, pair → tie).
-    """
-
-    async def llm(prompt: str, system_prompt: str | None = None) -> str:
-        answer = await ctx.llm(prompt, step=step, system_prompt=system_prompt, stats=stats)
-        if answer is None:
-            raise RuntimeError("no LLM answer")
-        return answer
-
-    return llm
-
-
-def own_final_ranking(ctx: QueryContext, n: int) -> None:
-    """This mode is the reranker and picks the count: LightRAG must not rerank again nor cut below ``n``."""
-    ctx.param.enable_rerank = False
-    ctx.param.chunk_top_k = max(ctx.param.chunk_top_k or 0, n)
-
-
 async def retrieve(ctx: QueryContext) -> Retrieval:
     p, stats = ctx.param, {"llm_calls": 0, "cache_hits": 0}
     queries = await expand_query(ctx, stats)
@@ -194,7 +173,7 @@ async def retrieve(ctx: QueryContext) -> Retrieval:
                                                p.retrieval_score_max, p.retrieval_score_min)
     found_by: tuple[str, ...] = ("dense",)
     if chunks and ctx.llm_configured:
-        reranker = ListwiseReranker(reranker_llm(ctx, "listwise_rerank", stats), window_size=p.rerank_window_size,
+        reranker = ListwiseReranker(ctx.reranker_llm("listwise_rerank", stats), window_size=p.rerank_window_size,
                                     overlap=p.rerank_window_overlap,
                                     max_concurrency=max(1, int(ctx.rag.llm_model_max_async)))
         outcome = await reranker.rerank(ctx.query, [c.get("content", "") for c in chunks])
@@ -213,7 +192,7 @@ async def retrieve(ctx: QueryContext) -> Retrieval:
                               "llm_score": None if llm_scores is None else float(llm_scores[i]),
                               "queries": [queries[q] for q in sources[i]]})
              for i in top]
-    own_final_ranking(ctx, len(items))
+    ctx.own_final_ranking(len(items))
     ctx.retrieval.chunks = items
     ctx.retrieval.metadata.update(
         expanded_queries=queries, per_query_k=k, candidates=len(chunks),

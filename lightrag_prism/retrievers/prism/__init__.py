@@ -2,7 +2,7 @@
 
 Stages, in order:
 
-1. seeds: fact linking and name linking on the shared passage graph (``retrievers/passage_rank.py``);
+1. seeds: fact linking and name linking on the shared passage graph (``retrievers/views/passage_rank.py``);
 2. expansion (``expand.py``): query-scored multi-hop traversal and edge-weighted FastRP from the seeds;
 3. ranking (``mode.py``): one query-aware Personalized PageRank over entities and passages (the PPR perspective),
    its passage scores rank the chunks; optional context recognition filtering (``retrievers/recognition.py``).

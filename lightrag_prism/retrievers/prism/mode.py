@@ -27,12 +27,12 @@ from ...result import Retrieval, ScoredItem, relation_id
 from ...snapshot import GraphSnapshot
 from ...vectors import chunk_matrix
 from . import expand as px
-from .. import passage_rank as pr
-from ..hipporag.mode import (MIN_KEPT_FACT_SCORE, dense_head, first_stage_found_by, fusion_items, passage_items,
-                             seed_weights, thin_graph)
-from ..hipporag.facts import fact_view, rank_facts
-from ..hipporag.graph import HippoGraph, hipporag_graph
 from ..recognition import filter_retrieval
+from ..views import passage_rank as pr
+from ..views.facts import fact_view, rank_facts
+from ..views.passage_graph import HippoGraph, hipporag_graph
+from ..views.ranking import (MIN_KEPT_FACT_SCORE, dense_head, first_stage_found_by, fusion_items, passage_items,
+                             seed_weights, thin_graph)
 
 KIND = "kg"
 # query.py hands LightRAG our entities/relations without source_id, so its chunk merge keeps our chunk order

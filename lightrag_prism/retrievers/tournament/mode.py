@@ -16,7 +16,6 @@ from dataclasses import replace
 from ...context import QueryContext
 from ...rerankers import TournamentReranker
 from ...result import Retrieval, ScoredItem
-from ..ensemble.mode import own_final_ranking, reranker_llm
 
 KIND = "chunks"
 
@@ -27,7 +26,7 @@ async def retrieve(ctx: QueryContext) -> Retrieval:
     chunks = [c for c in chunks if c.get("chunk_id") is not None][:p.rerank_top_k]
     n = len(chunks)
     if n and ctx.llm_configured:
-        reranker = TournamentReranker(reranker_llm(ctx, "tournament_rerank", stats),
+        reranker = TournamentReranker(ctx.reranker_llm("tournament_rerank", stats),
                                       max_concurrency=max(1, int(ctx.rag.llm_model_max_async)),
                                       cache_size=0)  # repeats are served by LightRAG's cache
         outcome = await reranker.rerank(ctx.query, [c.get("content", "") for c in chunks])
@@ -41,7 +40,7 @@ async def retrieve(ctx: QueryContext) -> Retrieval:
         order, scores, found_by = list(range(n)), [1.0 - i / n for i in range(n)], ("dense",)
     items = [ScoredItem("chunk", chunks[i]["chunk_id"], float(scores[i]), found_by, data=dict(chunks[i]))
              for i in order[:p.return_top_k]]
-    own_final_ranking(ctx, len(items))
+    ctx.own_final_ranking(len(items))
     ctx.retrieval.chunks = items
     ctx.retrieval.metadata.update(tournament_ranking=[chunks[i]["chunk_id"] for i in order], candidates=n,
                                   llm_calls=stats["llm_calls"], llm_cache_hits=stats["cache_hits"])

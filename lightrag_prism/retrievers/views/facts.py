@@ -28,7 +28,7 @@ import numpy as np
 
 from ...graph import top_k
 from ...snapshot import GraphSnapshot, rows_from, split_field
-from .graph import embed_in_batches, hippo_state
+from .passage_graph import embed_in_batches, hippo_state
 from .index import IndexRows
 
 logger = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 from bm25s.stopwords import STOPWORDS_EN
 
-from ..graph.lexical import bm25_matrix, bm25_scores
+from ...graph.lexical import bm25_matrix, bm25_scores
 
 TOKEN = re.compile(r"(?u)\b\w\w+\b")  # bm25s's default token pattern
 STOPWORDS = frozenset(STOPWORDS_EN)

@@ -41,8 +41,8 @@ from ...plugin_state import find_plugin_state
 from ...snapshot import GraphSnapshot, node_moves
 from ...vectors import chunk_records, vectors_carrying
 from .index import EmbeddingIndex, IndexRows
-from ..lexical import Lexicon, LexicalIndex, fused_scores
-from ..passage_rank import PASSAGE_PPR_DTYPE, PassageGraph, build_passage_graph, dense_head_rows
+from .lexical import Lexicon, LexicalIndex, fused_scores
+from .passage_rank import PASSAGE_PPR_DTYPE, PassageGraph, build_passage_graph, dense_head_rows
 
 logger = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ class HippoState:
     name_index: EmbeddingIndex
     fact_index: EmbeddingIndex
     synonyms: SynonymState = field(default_factory=SynonymState)
-    lexicon: Lexicon = field(default_factory=Lexicon)  # each passage tokenized once (retrievers/lexical.py)
+    lexicon: Lexicon = field(default_factory=Lexicon)  # each passage tokenized once (retrievers/views/lexical.py)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
@@ -186,7 +186,7 @@ class HippoGraph:
 
     def first_stage(self, query_vector: np.ndarray, question: str, lexical_weight: float) -> np.ndarray:
         """The passage scores that pick the head and weight the passages in the PPR's personalization: the dense
-        scores, or with a lexical weight their reciprocal-rank fusion with BM25 (``retrievers/lexical.py``)."""
+        scores, or with a lexical weight their reciprocal-rank fusion with BM25 (``retrievers/views/lexical.py``)."""
         dense = self.dense_scores(query_vector)
         return fused_scores(dense, self.lexical.scores(question), lexical_weight) if lexical_weight > 0 else dense
 

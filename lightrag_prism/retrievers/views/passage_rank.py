@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..graph import knn, ppr_cg, symmetric_ppr, top_k
-from ..snapshot import GraphSnapshot, node_moves
+from ...graph import knn, ppr_cg, symmetric_ppr, top_k
+from ...snapshot import GraphSnapshot, node_moves
 
 NUM_CHUNKS_KEY = "prism_entity_num_chunks"
 HEAD_POOL = 10  # the dense head's second and later passages come from the dense top 10 (dense_head_rows)

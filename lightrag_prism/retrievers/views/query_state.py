@@ -1,6 +1,6 @@
 """Query-time state of the ``hipporag`` and ``prism`` modes, kept ready by inserts.
 
-Both modes read an entity-name index and a fact index (``hipporag/index.py:EmbeddingIndex``) and views derived from
+Both modes read an entity-name index and a fact index (``views/index.py:EmbeddingIndex``) and views derived from
 the graph snapshot (HippoRAG's entity + passage graph with its PPR transition, the facts' vectors, the entity
 vectors, FastRP). Built lazily, the first query after an insert paid for all of it (seconds to minutes on a fresh
 index). With
@@ -26,12 +26,12 @@ import gc
 import logging
 from typing import Iterator
 
-from ..snapshot import GraphSnapshot
-from ..vectors import adopt_chunk_matrix, chunk_matrix, entity_matrix, relation_matrix
-from .hipporag.facts import fact_id, fact_text, fact_view, orient, predicate_of
-from .hipporag.graph import hippo_state, hipporag_graph
-from .hipporag.index import EmbeddingIndex
-from .prism.expand import fastrp_cache
+from ...snapshot import GraphSnapshot
+from ...vectors import adopt_chunk_matrix, chunk_matrix, entity_matrix, relation_matrix
+from .facts import fact_id, fact_text, fact_view, orient, predicate_of
+from .fastrp import fastrp_cache
+from .index import EmbeddingIndex
+from .passage_graph import hippo_state, hipporag_graph
 from .passage_rank import entity_num_chunks, name_keys
 
 logger = logging.getLogger(__name__)
@@ -39,8 +39,8 @@ logger = logging.getLogger(__name__)
 
 def index_items(rag, storage, data: dict) -> Iterator[tuple[EmbeddingIndex, str, str]]:
     """(index, id, text) for each row of an upsert into ``rag``'s entity or relation vector store that the
-    name or fact index lacks. The texts are the ones the indexes embed at query time (``hipporag/graph.py`` and
-    ``hipporag/facts.py``), so a staged vector is exactly the one ``sync`` would compute."""
+    name or fact index lacks. The texts are the ones the indexes embed at query time (``views/passage_graph.py`` and
+    ``views/facts.py``), so a staged vector is exactly the one ``sync`` would compute."""
     state = hippo_state(rag)
     for record in data.values():
         if not isinstance(record, dict):
@@ -78,7 +78,7 @@ VIEWS_READY, VIEWS_LOCK = "query_views_ready", "query_views_lock"
 async def prepare_views(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None) -> None:
     """Every view of ``snapshot`` the hipporag, prism and fidelis modes read, cached on it; what is unchanged since
     ``base`` (the snapshot it replaces) is carried over, not read again: vectors of unchanged entities, relations
-    and passages (``vectors.py``), the name and fact indexes (``hipporag/index.py``), synonyms and FastRP. The
+    and passages (``vectors.py``), the name and fact indexes (``views/index.py``), synonyms and FastRP. The
     tokens of the graph's descriptions are pinned in the tokenizer meanwhile (:func:`pin_descriptions`)."""
     async with snapshot.derived.setdefault(VIEWS_LOCK, asyncio.Lock()):
         if snapshot.derived.get(VIEWS_READY):
