@@ -12,6 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPECTED = {  # example -> a line fragment its output must contain
+    "citations.py": "pump_manual.pdf pages=[2, 2] section='Pump Manual > Maintenance'",
     "insert_agentic_merging.py": "merged ['Acme Corp', 'Acme Corporation'] -> Acme Corporation",
     "insert_entity_types.py": "new instance sees: True",
     "insert_table_chunking.py": "TABLE chunk",
