@@ -28,7 +28,6 @@ from lightrag.query_validation import validate_query_not_empty, validate_rag_que
 from . import patches
 from .backends.embedding_cache import with_embedding_cache
 from .backends.local_embedder import MODEL_NAME as LOCAL_EMBEDDING_MODEL
-from .insert.offline_llm import offline_llm, offline_model_name
 from .backends.tokenizer import OfflineTokenizer
 from .citations.answer import CITATION_INSTRUCTION
 from .citations.attach import attach_citations, checked_answer
@@ -39,6 +38,7 @@ from .insert.merging import rebuild as _rebuild  # noqa: F401  (registers the de
 from .insert import summaries as _summaries  # noqa: F401  (registers the timestamp-aware summary hook)
 from .insert.api import InsertFeaturesMixin, install_insert_features
 from .insert.extraction import extractor_status
+from .insert.offline_llm import offline_llm, offline_model_name
 from .keywords import extract_keywords
 from .llm_faults import call_error, describe_cause, endpoint_of, llm_fault_endpoint, mark_llm_faults
 from .param import KG_STOCK_MODES, STOCK_MODES, PrismQueryParam, perspectives_enabled
