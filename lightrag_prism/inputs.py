@@ -136,7 +136,7 @@ class _PypdfProblems(logging.Handler):
         logger.propagate = self._propagate
 
 
-def _page_text(page, number: int, problems: _PypdfProblems, path: Path, notes: list[str] | None) -> str:
+def _page_text(page, number: int, problems: _PypdfProblems, name, notes: list[str] | None) -> str:
     """One page's text; a page that cannot be read (pypdf raised, or logged a problem and gave no text) is empty
     and said in ``notes``. A blank page gives "" without a note."""
     problems.messages.clear()
@@ -146,7 +146,7 @@ def _page_text(page, number: int, problems: _PypdfProblems, path: Path, notes: l
     except Exception as exc:  # noqa: BLE001 - a damaged page: the others are still worth indexing
         text, problem = "", f"{type(exc).__name__}: {exc}"
     if problem and notes is not None:
-        notes.append(f"{path}: page {number} could not be read ({problem}); the other pages are indexed")
+        notes.append(f"{name}: page {number} could not be read ({problem}); the other pages are indexed")
     return text
 
 
