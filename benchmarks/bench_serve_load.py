@@ -6,7 +6,7 @@ The server runs on 127.0.0.1 over an index a bench built (the pooled one: ``benc
 MiniLM it was built with and no LLM. ``--clients`` clients each send ``POST /query/data`` back to back (modes
 ``naive``, ``prism``, ``hipporag`` in turn, the bundled MuSiQue and HotpotQA questions) for ``--seconds``; one more
 client posts a new short text to ``/documents/text`` every ``--upload-every`` seconds (each is indexed by a worker
-while the others answer). Per mode: p50 / p95 / p99 ms and errors (anything but HTTP 200 with status success, or a
+while the others answer; the texts stay in the index, each run's own). Per mode: p50 / p95 / p99 ms and errors (anything but HTTP 200 with status success, or a
 timeout); peak RSS of every process of the server (gunicorn's master, its workers, the embedder's workers), sampled
 every 0.5 s. Writes ``benchmarks/results/serve_load.json``. Not collected by pytest.
 """
@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import itertools
 import sys
+import uuid
 import threading
 import time
 from pathlib import Path
@@ -60,11 +61,10 @@ class PeakRSS:
 
     def _role(self, process) -> str:
         if process.pid == self.root.pid:
-            return "serve"
+            return "serve (launcher)"
         if any("embed_worker" in part for part in process.cmdline()):
             return "embedder worker"
-        parent = process.parent()
-        return "server master" if parent is not None and parent.pid == self.root.pid else "server worker"
+        return "server process"
 
     def __enter__(self) -> "PeakRSS":
         self._thread.start()
@@ -91,15 +91,21 @@ async def client(base: str, questions, deadline: float, latencies: dict, errors:
 
 
 async def uploader(base: str, deadline: float, every: float, outcome: dict) -> None:
+    """New texts, named and worded by this run (the index keeps them: a text it already holds would be refused)."""
+    if every <= 0:
+        return
+    run = uuid.uuid4().hex[:8]
     async with httpx.AsyncClient(base_url=base, timeout=60) as http:
         for n in itertools.count():
             if time.monotonic() + every > deadline:
                 return
             await asyncio.sleep(every)
-            text = f"Load test note {n}: the harbour crane number {n} was serviced by Mara Quist on day {n}."
-            reply = await http.post("/documents/text", json={"text": text, "file_source": f"load_{n}.txt"})
+            text = f"Load test note {run}-{n}: the harbour crane {run}-{n} was serviced by Mara Quist on day {n}."
+            reply = await http.post("/documents/text", json={"text": text, "file_source": f"load_{run}_{n}.txt"})
             outcome["sent"] += 1
-            outcome["errors"] += reply.status_code != 200
+            if reply.status_code != 200 or reply.json().get("status") not in ("success", "partial_success"):
+                outcome["errors"] += 1
+                outcome.setdefault("error_replies", []).append(f"{reply.status_code} {reply.text[:120]}")
 
 
 async def run(base: str, args) -> dict:
@@ -129,7 +135,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=60)
-    parser.add_argument("--upload-every", type=float, default=5)
+    parser.add_argument("--upload-every", type=float, default=5, help="seconds; 0: no uploads")
     parser.add_argument("--root", default="/tmp/bench_serve_load")
     args = parser.parse_args()
     root = Path(args.root)
@@ -149,7 +155,7 @@ def main() -> None:
     print("uploads:", report["uploads"])
     for name, mb in report["peak_rss_mb"].items():
         print(f"  {mb:6d} MB  {name}")
-    write_json("serve_load", report)
+    write_json("serve_load" if args.upload_every > 0 else "serve_load_no_uploads", report)
 
 
 if __name__ == "__main__":
