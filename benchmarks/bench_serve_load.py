@@ -1,14 +1,15 @@
 """`lightrag-prism serve --workers 2` under load: 8 concurrent clients for 60 s while uploads arrive.
 
-    python benchmarks/bench_serve_load.py --index /tmp/bench/pooled/pooled-9002-text --workspace pooled
+    python benchmarks/bench_serve_load.py --index /tmp/bench/pooled/pooled-9002 --workspace pooled
 
 The server runs on 127.0.0.1 over an index a bench built (the pooled one: ``bench_pooled.py``), with the local
 MiniLM it was built with and no LLM. ``--clients`` clients each send ``POST /query/data`` back to back (modes
 ``naive``, ``prism``, ``hipporag`` in turn, the bundled MuSiQue and HotpotQA questions) for ``--seconds``; one more
 client posts a new short text to ``/documents/text`` every ``--upload-every`` seconds (each is indexed by a worker
-while the others answer; the texts stay in the index, each run's own). Per mode: p50 / p95 / p99 ms and errors (anything but HTTP 200 with status success, or a
-timeout); peak RSS of every process of the server (gunicorn's master, its workers, the embedder's workers), sampled
-every 0.5 s. Writes ``benchmarks/results/serve_load.json``. Not collected by pytest.
+while the others answer; the texts stay in the index, each run's own). Per mode: p50 / p95 / p99 ms and errors
+(anything but HTTP 200 with status success, or a timeout); peak RSS of every process of the server (gunicorn's
+master, its workers, the embedder's workers), sampled every 0.5 s. Writes ``benchmarks/results/serve_load.json``.
+Not collected by pytest.
 """
 
 from __future__ import annotations

@@ -35,7 +35,8 @@ from lightrag_prism.retrievers.views.passage_graph import hipporag_graph, passag
 def rrf(parts: list[np.ndarray], k: int = 60, weights: list[float] | None = None) -> np.ndarray:
     out = np.zeros(len(parts[0]))
     for i, scores in enumerate(parts):
-        out[np.argsort(-scores, kind="stable")] += (weights[i] if weights else 1.0) / (k + np.arange(1, len(scores) + 1))
+        weight = weights[i] if weights else 1.0
+        out[np.argsort(-scores, kind="stable")] += weight / (k + np.arange(1, len(scores) + 1))
     return out
 
 
@@ -68,8 +69,9 @@ async def main(name: str, working_dir: str) -> None:
 
         dense, lexical = passages @ vector, graph.lexical.scores(question.text)
         fusion = fused_scores(dense, lexical, 1.0)
-        for variant, scores in (("bm25", lexical), ("dense", dense), ("fusion", fusion), ("rrf10", rrf([dense, lexical], 10)),
-                                ("rrf bm25x2", rrf([dense, lexical], 60, [1, 2])), ("combsum z", z(dense) + z(lexical))):
+        fusions = {"bm25": lexical, "dense": dense, "fusion": fusion, "rrf10": rrf([dense, lexical], 10),
+                   "rrf bm25x2": rrf([dense, lexical], 60, [1, 2]), "combsum z": z(dense) + z(lexical)}
+        for variant, scores in fusions.items():
             add(variant, scores)
         asked = set(terms(question.text))
         for anchor_name, anchor_scores in (("bm25", lexical), ("fusion", fusion)):

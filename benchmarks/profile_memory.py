@@ -59,7 +59,8 @@ def deep_size(root, seen: set[int]) -> tuple[int, int]:
             own += sys.getsizeof(obj) if obj.base is None else 0
             continue
         if sp.issparse(obj):
-            stack.extend(getattr(obj, name) for name in ("data", "indices", "indptr", "row", "col") if hasattr(obj, name))
+            stack.extend(getattr(obj, name) for name in ("data", "indices", "indptr", "row", "col")
+                         if hasattr(obj, name))
             continue
         own += sys.getsizeof(obj, 0)
         if isinstance(obj, dict):

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .citations.layout import PAGE_BREAK, join_pages
+from .citations.layout import join_pages
 from .errors import extra_install_hint
 
 TEXT_SUFFIXES = (".txt", ".md")
@@ -184,8 +184,8 @@ def _with_heading(page: str, level: int, title: str) -> str:
 
 def docx_text(path: Path) -> str:
     """Paragraphs in order, each table as HTML at its place (for the table-aware chunker), Title and Heading styles
-    as Markdown headings, and a form feed where a page starts: Word's rendered page breaks when the file has them
-    (Word saves where its last layout broke pages), else the hard page breaks."""
+    as Markdown headings, and each page after its page marker when the file breaks pages: Word's rendered page
+    breaks when it has them (Word saves where its last layout broke pages), else the hard page breaks."""
     docx = _office_library("docx", path)
     from html import escape
 
@@ -195,20 +195,21 @@ def docx_text(path: Path) -> str:
         raise InputError(f"{path}: not a readable .docx ({type(exc).__name__}: {exc})") from None
     rendered = bool(document.element.body.xpath(".//w:lastRenderedPageBreak"))
     titled = any(_style_name(p) == "Title" for p in document.paragraphs)  # then Heading 1 is a level below it
-    parts = []
+    pages: list[list[str]] = [[]]  # the blocks of each page
     for block in document.iter_inner_content():
         if isinstance(block, docx.table.Table):
             rows = "".join("<tr>" + "".join(f"<td>{escape(cell.text.strip())}</td>" for cell in row.cells) + "</tr>"
                            for row in block.rows)
-            parts.append(f"<table>{rows}</table>")
+            pages[-1].append(f"<table>{rows}</table>")
             continue
         level = _docx_heading_level(_style_name(block), titled)
         for i, piece in enumerate(_docx_pages(block, rendered)):
             if i:
-                parts.append(PAGE_BREAK)
+                pages.append([])
             if piece.strip():
-                parts.append(markdown_heading(level, piece).strip() if level else piece.strip())
-    return "\n\n".join(parts).replace(f"\n\n{PAGE_BREAK}\n\n", PAGE_BREAK)
+                pages[-1].append(markdown_heading(level, piece).strip() if level else piece.strip())
+    texts = ["\n\n".join(blocks) for blocks in pages]
+    return join_pages(texts) if len(texts) > 1 else texts[0]
 
 
 def _docx_pages(paragraph, rendered: bool) -> list[str]:
@@ -263,9 +264,9 @@ def read_document(path: Path, notes: list[str] | None = None) -> str:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         encoding = guess_encoding(data)
+        converted = path.with_suffix(".utf8" + suffix)
         raise InputError(f"{path}: not valid UTF-8 at byte {exc.start} ({exc.reason}); it looks like {encoding}: "
-                         f"convert it first, e.g. iconv -f {encoding} -t utf-8 {path} > {path.with_suffix('.utf8' + suffix)}"
-                         ) from None
+                         f"convert it first, e.g. iconv -f {encoding} -t utf-8 {path} > {converted}") from None
     return html_to_text(text) if suffix in HTML_SUFFIXES else text
 
 

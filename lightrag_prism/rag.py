@@ -156,8 +156,8 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
     gc_freeze: bool = field(default=True)
     """After a large insert, and at start-up over a large index, Python's collector runs once and the objects that
     survive (the loaded index, most of them) go to its permanent generation (``gc.freeze``), so later collections do
-    not scan the whole index again (``retrievers/views/query_state.py:settle_heap``). Process-wide; False: the collection
-    alone."""
+    not scan the whole index again (``retrievers/views/query_state.py:settle_heap``). Process-wide; False: the
+    collection alone."""
     group_commit: bool = field(default=True)
     """Coalesce storage flushes: one flush serves every document that asked for it while the previous flush ran
     (same durability as LightRAG's per-document flushes; see ``insert/group_commit.py``)."""

@@ -8,8 +8,9 @@ spin after each call: on a 2-core machine with one core kept busy, `prism`'s p95
 
 So while any query runs, BLAS uses :data:`QUERY_BLAS_THREADS` thread(s), and the pools get their sizes back when the
 last overlapping query ends (queries overlap on the event loop). The limit is set from the thread that runs the
-queries, the event loop's, and is the process's: the retrievers' own threads (FastRP, ``asyncio.to_thread``) see it. Inserts keep the machine's threads: their embeddings run in worker
-processes with threads of their own, and their kNN products between queries.
+queries, the event loop's, and is the process's: the retrievers' own threads (FastRP, ``asyncio.to_thread``) see it.
+Inserts keep the machine's threads: their embeddings run in worker processes with threads of their own, and their
+kNN products between queries.
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ Options and environment variables are LightRAG Server's (``lightrag-server --hel
   (offline extraction; ``/query`` returns the retrieved context with a note), and the local MiniLM embedder
   (or ``PRISM_EMBEDDING_MODEL``).
 
-What changes in the server is in ``integration.py`` (LightRAG Server's module globals, each version-checked); the explorer page is ``explorer.py`` at ``/prism``.
+What changes in the server is in ``integration.py`` (LightRAG Server's module globals, each version-checked); the
+explorer page is ``explorer.py`` at ``/prism``.
 """
 
 from __future__ import annotations

@@ -20,7 +20,8 @@ QUESTION = "How often is valve V06-07 inspected, and which crew does it?"
 
 
 def make_rag(folder, **overrides) -> PrismRAG:
-    kwargs = dict(working_dir=str(folder), workspace=f"citations_{folder.name}", embedding_func=dense_hash_embedding_func(64),
+    kwargs = dict(working_dir=str(folder), workspace=f"citations_{folder.name}",
+                  embedding_func=dense_hash_embedding_func(64),
                   offline_extractor="regex", chunk_token_size=160, chunk_overlap_token_size=20)
     return PrismRAG(**{**kwargs, **overrides})
 

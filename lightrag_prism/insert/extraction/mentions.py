@@ -4,8 +4,9 @@
   Association" -> "American Psychological Association"); spaCy's label maps to one of LightRAG's default entity
   types (:data:`LABEL_TYPES`). The small model often labels a place or a work PERSON ("Kestrel Bay", "the film
   Glass Harbour"): a name whose last word says what it is ("Bay", "Lighthouse", "University") or that follows a
-  category noun ("the film", "the river") takes that word's type instead (:data:`HEAD_TYPES`). Bare numbers (CARDINAL, ORDINAL, QUANTITY, PERCENT, MONEY) are not entities, and a
-  DATE or TIME must contain a digit ("1963", "11 November 875", not "today").
+  category noun ("the film", "the river") takes that word's type instead (:data:`HEAD_TYPES`). Bare numbers
+  (CARDINAL, ORDINAL, QUANTITY, PERCENT, MONEY) are not entities, and a DATE or TIME must contain a digit
+  ("1963", "11 November 875", not "today").
 * **Salient noun phrases** are spaCy noun chunks, stripped the same way, that hold a proper noun (a name the NER
   missed: "Teutberga") or are at least two words with a noun head ("medieval bishop", "peer-reviewed journal").
   A noun phrase that only wraps a nationality or date ("an American film director") replaces that entity; one that
@@ -64,7 +65,8 @@ IDENTIFIER_TYPE = "artifact"  # a code identifier's entity type (LightRAG's own 
 #: says person ("General Motors" keeps its name).
 HONORIFICS = frozenset(("mr", "mrs", "ms", "miss", "mx", "dr", "professor", "prof", "sir", "dame", "mayor"))
 PERSON_TITLES = HONORIFICS | frozenset((
-    "doctor", "lord", "lady", "president", "senator", "judge", "justice", "captain", "capt", "colonel", "general", "sergeant", "officer",
+    "doctor", "lord", "lady", "president", "senator", "judge", "justice", "captain", "capt", "colonel", "general",
+    "sergeant", "officer",
     "reverend", "rev", "father", "chancellor", "minister", "governor", "councillor", "councilor", "inspector",
     "detective", "nurse", "coach", "chef", "engineer", "director", "chairman", "chairwoman", "chair", "ceo"))
 

@@ -64,7 +64,9 @@ async def retrieve(ctx) -> Retrieval:
     snapshot = await ctx.snapshot()
     graph, facts = await asyncio.gather(hipporag_graph(rag, snapshot), fact_view(rag, snapshot))
     query_vector = (await ctx.embed([ctx.query]))[0]
-    dense = graph.first_stage(query_vector, ctx.query, param.lexical_weight)
+    thin = thin_graph(snapshot, graph, param)
+    # a thin graph's passages are ranked by the fusion alone (fusion_items): the walk's first stage is not needed
+    dense = None if thin else graph.first_stage(query_vector, ctx.query, param.lexical_weight)
     first_found_by = first_stage_found_by(param)
     k = param.chunk_top_k or param.top_k
     rows, scores = top_facts(facts, query_vector, param.linking_top_k)
@@ -76,7 +78,6 @@ async def retrieve(ctx) -> Retrieval:
                 n_passages=len(graph.passage_ids), n_synonym_edges=graph.n_synonym_edges)
     linked = name_links(snapshot, entity_spans(ctx.query)) if param.hipporag_name_linking else np.zeros(0, np.int64)
     meta["name_links"] = [snapshot.node_ids[i] for i in linked.tolist()]
-    thin = thin_graph(snapshot, graph, param)
     if not kept and linked.size == 0:
         if thin:
             out.chunks = fusion_items(ctx, graph, query_vector, k, thin)
