@@ -33,7 +33,7 @@ setup(
         "beautifulsoup4>=4.12",
         "charset-normalizer>=3.0",  # the encoding named when a file to index is not UTF-8 (inputs.py)
         "threadpoolctl>=3.1",  # one BLAS thread while a query runs (threads.py)
-        # LightRAG's JSON stores written by orjson (patches/fast_json.py); networkx writes GraphML with lxml when
+        # LightRAG's JSON stores written by orjson (lightrag_prism/storages/json_stores.py); networkx writes GraphML with lxml when
         # it is installed (twice as fast as its ElementTree writer): both are rewritten on every storage flush.
         "orjson>=3.9",
         "lxml>=4.9",

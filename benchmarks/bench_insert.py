@@ -14,8 +14,8 @@ offline spaCy extractor and the local all-MiniLM-L6-v2 embedder (``embedding_bat
 
 * ``prism``: ``lightrag_prism.LightRAG`` with no ``llm_model_func`` (its defaults);
 * ``stock``: ``lightrag.LightRAG`` with ``llm_model_func=offline_llm("spacy")`` (the same extractor answering
-  LightRAG's extraction prompts) and the same embedder and tokenizer, LightRAG's own storage writers (the faster
-  writers of ``patches/fast_json.py`` and ``fast_graphml.py`` are undone for it) and its default concurrency.
+  LightRAG's extraction prompts) and the same embedder and tokenizer, LightRAG's own storage classes (a plain
+  ``LightRAG`` never gets PrismRAG's, ``lightrag_prism/storages/``) and its default concurrency.
 
 The time covers ``ainsert`` and ``finalize_storages`` (everything durable). It prints passages/s, ms per passage and
 the ratio of the per-passage cost at each size to the smallest size, then, for prism, the first ``prism`` and
@@ -173,18 +173,16 @@ async def index_stats(rag) -> dict:
 
 
 async def run_stock(passages, followup, work: Path) -> dict:
-    from lightrag_prism.patches.stock_writers import stock_storage_writers
-
-    with stock_storage_writers():
-        seconds = await timed_insert(make_stock(str(work)), passages)
-        if not followup:
-            return {"seconds": seconds}
-        rag = make_stock(str(work))
-        await rag.initialize_storages()
-        try:
-            return {"seconds": seconds, "queries": {"followup": await timed_followup(rag, followup, query=False)}}
-        finally:
-            await rag.finalize_storages()
+    # a plain LightRAG instance has LightRAG's own storage classes, whatever this process imported
+    seconds = await timed_insert(make_stock(str(work)), passages)
+    if not followup:
+        return {"seconds": seconds}
+    rag = make_stock(str(work))
+    await rag.initialize_storages()
+    try:
+        return {"seconds": seconds, "queries": {"followup": await timed_followup(rag, followup, query=False)}}
+    finally:
+        await rag.finalize_storages()
 
 
 async def copy_pg_workspace(source: str, target: str) -> None:
@@ -216,22 +214,19 @@ async def copy_pg_workspace(source: str, target: str) -> None:
 async def run_stock_on_prism_index(followup, work: Path, prism_stores: Path) -> dict:
     """Stock's +k and delete-one on a copy of prism's bulk-built stores (files: moved into this run's workspace;
     PostgreSQL: copied into it by prism's run, before its own follow-up)."""
-    from lightrag_prism.patches.stock_writers import stock_storage_writers
-
     if not STORAGES:
         work.mkdir(parents=True)
         shutil.move(prism_stores, work / work.name)  # the kept copy is used once: no second copy of ~300 MB
-    with stock_storage_writers():
-        rag = make_stock(str(work))
-        await rag.initialize_storages()
-        try:
-            # the copy must be the index stock works on, not an empty one it silently started afresh
-            opened = {"documents": (await rag.get_processing_status()).get("processed", 0),
-                      "graph_nodes": len(await rag.chunk_entity_relation_graph.get_all_labels())}
-            print(f"  stock opened prism's index: {opened}", flush=True)
-            return {"opened": opened, "queries": {"followup": await timed_followup(rag, followup, query=False)}}
-        finally:
-            await rag.finalize_storages()
+    rag = make_stock(str(work))
+    await rag.initialize_storages()
+    try:
+        # the copy must be the index stock works on, not an empty one it silently started afresh
+        opened = {"documents": (await rag.get_processing_status()).get("processed", 0),
+                  "graph_nodes": len(await rag.chunk_entity_relation_graph.get_all_labels())}
+        print(f"  stock opened prism's index: {opened}", flush=True)
+        return {"opened": opened, "queries": {"followup": await timed_followup(rag, followup, query=False)}}
+    finally:
+        await rag.finalize_storages()
 
 
 def warm_up() -> str:

@@ -9,8 +9,8 @@ base file plus its journal), to ``<file>.prism-journal``. When the journal reach
 at ``finalize_storages``) the file is compacted: rewritten whole, as LightRAG writes it, and the journal removed.
 Compaction happens after the base grew by half, so the bytes written stay proportional to what changed.
 
-* **Loading** a file replays its journal on top of it (every reader: LightRAG's load at start and its reload when
-  another process wrote, whether the instance is a PrismRAG or not).
+* **Loading** a file replays its journal on top of it (PrismRAG's storages, ``lightrag_prism/storages/``: at start
+  and on the reload after another process wrote).
 * **A stale journal** is never replayed: its first line names the base file it extends (inode, size, mtime), and
   any whole rewrite (a compaction, or a writer that does not journal) replaces the base.
 * **A torn last line** (a crash during an append: that flush never returned, so nothing was acknowledged) is
@@ -24,7 +24,7 @@ Compaction happens after the base grew by half, so the bytes written stay propor
 * **A value JSON cannot hold as is** (a lone surrogate) makes that flush a whole rewrite by LightRAG's own writer,
   which sanitises it.
 
-Only files a PrismRAG instance registers are journaled (``patches/journaled_stores.py``); in LightRAG's
+Only files a PrismRAG instance registers are journaled (``lightrag_prism/storages/``); in LightRAG's
 multi-process mode none are (its processes share JSON data through a manager, and reload whole files).
 A working dir is complete without its journals only after ``finalize_storages``; a process that crashed leaves
 journals the next PrismRAG start replays (stock LightRAG would not: open it with lightrag_prism once first).
@@ -142,7 +142,7 @@ class KVKind:
 
 class TrackedKVKind(KVKind):
     """A ``JsonKVStorage`` dict, tracked: ``touched`` holds the keys its writes named since the last flush
-    (``patches/journaled_stores.py``), and those rows are written as they are now. The identity pass of
+    (``lightrag_prism/storages/``), and those rows are written as they are now. The identity pass of
     :class:`KVKind` cost 5-10 ms per flush of a 20,000-key store (the entity and relation chunk lists at 3,000
     passages), every store at every flush. Tracking starts at the first flush after a load, not at the load:
     LightRAG's legacy cache migration writes the file straight after loading it, through no write the hooks see,
@@ -170,7 +170,7 @@ class DocStatusKind(TrackedKVKind):
 class RowsKind:
     """A NanoVectorDB storage dict (``data`` rows, ``matrix``); rows compared by identity, since NanoVectorDB
     replaces a row's dict on upsert. A record: ``{"u": [[row, base64 float32 vector]], "d": [id]}``.
-    Tracked: ``touched`` holds the ids upserted or deleted since the last flush (``patches/journaled_stores.py``
+    Tracked: ``touched`` holds the ids upserted or deleted since the last flush (``lightrag_prism/storages/``
     hooks ``NanoVectorDB.upsert``/``delete``, the only ways LightRAG changes the rows), so a flush looks at those."""
 
     tracked = True
@@ -252,7 +252,7 @@ class GraphKind:
     """An undirected networkx graph; attributes compared by value (networkx updates them in place). A record:
     ``{"nu": [[node, attrs]], "nd": [node], "eu": [[u, v, attrs]], "ed": [[u, v]]}``.
     Tracked: ``touched`` holds :func:`node_touch` / :func:`edge_touch` keys of what ``NetworkXStorage``'s upserts and
-    removals changed since the last flush (``patches/journaled_stores.py``), so a flush compares those alone."""
+    removals changed since the last flush (``lightrag_prism/storages/``), so a flush compares those alone."""
 
     tracked = True
     tracked_from_load = True

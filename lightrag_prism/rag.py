@@ -47,6 +47,7 @@ from .query import PrismHooks, active_hooks, annotate, mode_kind, reads_keywords
 from .retrievers import check_mode
 from .retrievers.views.query_state import ensure_views, prepare_views
 from .snapshot import GraphSnapshot, SnapshotCache
+from .storages import prism_storage_class
 from .storage_faults import storage_fault
 from .threads import query_threads
 
@@ -228,7 +229,9 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         if any(str(name).startswith("PG") for name in storages):
             patches.postgres.install()
         try:
-            super().__post_init__(addon_params)  # builds the storages: a file-backed one loads its data here
+            # builds the storages (a file-backed one loads its data here), LightRAG's defaults as ours (storages/)
+            with patches.storage_classes.choosing(prism_storage_class):
+                super().__post_init__(addon_params)
         except AssertionError as exc:
             error = embedding_dimension_error(exc, self.working_dir)
             if error is None:

@@ -16,7 +16,6 @@ from typing import Callable
 import numpy as np
 from lightrag.utils import compute_mdhash_id
 
-from .patches import file_reads
 from .snapshot import GraphSnapshot, rows_from
 
 
@@ -115,10 +114,11 @@ async def relation_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | No
 
 async def chunk_records(rag, ids: list[str], fields: tuple[str, ...]) -> list[dict | None]:
     """``fields`` of each chunk's record in ``text_chunks`` (None: it lacks the chunk); from the JSON store's memory
-    without LightRAG's deep copies when it can (``patches/file_reads.py``)."""
+    without LightRAG's deep copies when it can (``PrismJsonKVStorage.record_fields``)."""
     if not ids:
         return []
-    records = file_reads.record_fields(rag.text_chunks, ids, fields)
+    fast_read = getattr(rag.text_chunks, "record_fields", None)
+    records = fast_read(ids, fields) if fast_read is not None else None
     return records if records is not None else await rag.text_chunks.get_by_ids(ids)
 
 

@@ -12,6 +12,14 @@ of them, once, at import:
 Both wrappers are inert unless :data:`ACTIVE_HOOKS` holds a hooks object, which only ``PrismRAG`` sets, for the
 duration of one query: plain ``LightRAG`` instances in the same process are unaffected.
 
+What else is replaced at import, each inert for plain LightRAG instances and listed in the symbol registry
+(``tests/foundation/test_replaced_symbols.py`` compares the two): ``lightrag.lightrag.get_storage_class``
+(``storage_classes.py``: PrismRAG's storage classes while a PrismRAG is built), three insert-time stages
+(``insert_hooks.py``) and LightRAG's extraction-text normalisers, memoised (``normalize_memo.py``: the same strings
+out). Nothing of LightRAG's storage layer (``lightrag.kg.*``, nano-vectordb) is replaced: PrismRAG's file storages
+are subclasses (``lightrag_prism/storages/``); the PostgreSQL client's two repairs (``postgres.py``) are installed
+when a PrismRAG on PostgreSQL is built.
+
 At import we check the installed lightrag-hku version and the presence and parameter count of every private symbol
 used anywhere in the plugin, and fail with one clear message otherwise.
 """
@@ -68,9 +76,6 @@ def install() -> None:
 install()
 
 from . import insert_hooks  # noqa: E402,F401  (insert-time hooks: private symbols listed there)
-from . import fast_json  # noqa: E402,F401  (orjson for LightRAG's JSON stores: same bytes, faster)
-from . import fast_graphml  # noqa: E402,F401  (the graph file written directly: same graph, faster)
-from . import journaled_stores  # noqa: E402,F401  (whole-file stores persisted by journal: see journal.py)
-from . import doc_status_index  # noqa: E402,F401  (the JSON doc-status store's lookups by hash and path, indexed)
+from . import storage_classes  # noqa: E402,F401  (PrismRAG's storage classes: lightrag_prism/storages/)
 from . import postgres  # noqa: E402,F401  (repairs of LightRAG's PostgreSQL client, installed on use)
 from . import normalize_memo  # noqa: E402,F401  (LightRAG's extraction-text normalisers memoised: same strings out)

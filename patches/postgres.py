@@ -1,5 +1,7 @@
 """Two repairs of LightRAG 1.5.7's PostgreSQL client (``lightrag.kg.postgres_impl.PostgreSQLDB``), applied by
-:func:`install` only when a PostgreSQL storage is configured (importing ``postgres_impl`` needs ``asyncpg``).
+:func:`install` only when a PrismRAG with a PostgreSQL storage is built (importing ``postgres_impl`` needs
+``asyncpg``). The client is one object shared by every instance of the process (LightRAG's ``ClientManager``),
+so these are process-wide: from then on a plain LightRAG on PostgreSQL gets the repairs too.
 
 * **Replicas that start together on a fresh database.** ``check_tables`` runs ``CREATE TABLE IF NOT EXISTS`` and
   its migrations on the first connection of every process; two processes doing it at once fail with ``duplicate
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 
-from .private import check_symbol, wrap_once
+from .private import register_symbols, wrap_once
 
 POLL_SECONDS = 0.1
 TABLES_LOCK = 0x6C72_7072_7362_6C73  # one advisory lock key for every process on the database ("lrprsbls")
@@ -48,7 +50,7 @@ def _nothing_to_reset_without_a_pool(original):
 def install() -> None:
     from lightrag.kg import postgres_impl
 
-    check_symbol("lightrag.kg.postgres_impl", "PostgreSQLDB.check_tables", 1)
-    check_symbol("lightrag.kg.postgres_impl", "PostgreSQLDB._reset_pool", 1)
+    register_symbols(("lightrag.kg.postgres_impl", "PostgreSQLDB.check_tables", 1),
+                     ("lightrag.kg.postgres_impl", "PostgreSQLDB._reset_pool", 1))
     wrap_once(postgres_impl.PostgreSQLDB, "check_tables", _serialized)
     wrap_once(postgres_impl.PostgreSQLDB, "_reset_pool", _nothing_to_reset_without_a_pool)

@@ -62,10 +62,11 @@ def check_symbol(module_name: str, path: str, n_params: int, installed: Any = No
 
 def register_symbols(*symbols: tuple[str, str, int]) -> None:
     """List each ``(module, path, n_params)`` a patch module relies on in :data:`PRIVATE_SYMBOLS` and check it
-    against the installed LightRAG now (at the module's import)."""
-    PRIVATE_SYMBOLS.extend(symbols)
+    against the installed LightRAG now (at the module's import, or when a patch is installed on use)."""
     for symbol in symbols:
         check_symbol(*symbol)
+        if symbol not in PRIVATE_SYMBOLS:
+            PRIVATE_SYMBOLS.append(symbol)
 
 
 def wrap_once(module, name: str, make_wrapper) -> None:

@@ -173,3 +173,17 @@ def without_citations(result: dict) -> dict:
     if not data:
         return result
     return {**result, "data": {**data, "chunks": chunks, "references": references}}
+
+
+def read_store_file(path: str) -> dict | None:
+    """A JSON store's file with its journal, as PrismRAG's store loads it (another process may be writing it),
+    without noting that content in this process's journal state."""
+    from lightrag.utils import load_json
+
+    from lightrag_prism import journal
+
+    data = load_json(path)
+    if data is not None:
+        for record in journal.read_journal(path):
+            journal.TrackedKVKind.apply(data, record)
+    return data

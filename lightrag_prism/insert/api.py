@@ -19,7 +19,7 @@ from lightrag.base import DocStatus
 from lightrag.chunker.token_size import chunking_by_token_size
 
 from .. import journal, patches
-from ..patches.journaled_stores import adopt_shared_namespaces, register_files
+from ..storages import adopt_shared_namespaces, register_files
 from ..backends.embedding_cache import embedding_cache_of
 from .group_commit import PACED_MIN_PARALLEL, CallsInFlight, CommitPolicy, install_group_commit
 from .prefetch import install_prefetch

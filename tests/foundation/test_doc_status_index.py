@@ -1,7 +1,7 @@
-"""The JSON doc-status store's indexed lookups (``patches/doc_status_index.py``) answer what LightRAG's scans answer.
+"""PrismRAG's JSON doc-status store's indexed lookups (``storages/doc_status.py``) answer what LightRAG's scans answer.
 
-Driven through LightRAG's own ``JsonDocStatusStorage``: every answer is compared with the original method (kept as
-``__wrapped__``) on the same data, after random writes of every kind the index follows."""
+Every answer of ``PrismJsonDocStatusStorage`` is compared with LightRAG's own method (its base class,
+``JsonDocStatusStorage``) on the same data, after random writes of every kind the index follows."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ import pytest
 from lightrag.kg import json_doc_status_impl
 from lightrag.kg.shared_storage import initialize_share_data
 
-from lightrag_prism.patches.doc_status_index import _REPLACED
+from lightrag_prism.storages import PrismJsonDocStatusStorage
 
-Storage = json_doc_status_impl.JsonDocStatusStorage
+Storage = PrismJsonDocStatusStorage
 LOOKUPS = ("get_doc_by_content_hash", "resolve_doc_source_strict", "get_doc_by_file_basename", "get_doc_by_file_path")
 
 
 def original(name):
-    return getattr(Storage, name).__wrapped__
+    return getattr(json_doc_status_impl.JsonDocStatusStorage, name)
 
 
 def storage_in(tmp_path, workspace="ds"):
@@ -140,5 +140,7 @@ def test_a_storage_that_is_not_initialized_fails_as_lightrag_does(tmp_path, name
         asyncio.run(original(name)(storage, "x"))
 
 
-def test_every_replacement_keeps_lightrags_method():
-    assert all(getattr(getattr(Storage, name), "__wrapped__", None) for name in _REPLACED)
+def test_lightrags_class_keeps_its_own_lookups():
+    for name in LOOKUPS:
+        assert getattr(json_doc_status_impl.JsonDocStatusStorage, name).__module__ == json_doc_status_impl.__name__
+        assert getattr(Storage, name).__module__ != json_doc_status_impl.__name__

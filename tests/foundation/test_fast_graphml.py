@@ -1,4 +1,4 @@
-"""patches/fast_graphml.py: the graph file it writes reads back as the graph networkx's own writer gives."""
+"""storages/graphml.py: the graph file it writes reads back as the graph networkx's own writer gives."""
 
 from __future__ import annotations
 
@@ -7,10 +7,8 @@ import random
 import networkx as nx
 import pytest
 
-import lightrag_prism  # noqa: F401  (installs the patches)
-from lightrag.kg.networkx_impl import NetworkXStorage
-from lightrag_prism.patches.fast_graphml import Unsupported, graphml_text, write_graphml
-from tests.helpers import wrapper_chain
+from lightrag_prism.storages.graph import write_graph_file
+from lightrag_prism.storages.graphml import Unsupported, graphml_text, write_graphml
 
 TRICKY = ["plain", "Zoë Ørsted", "東京タワー", "a & b < c > d", 'quote " and \' apostrophe', "new\nline\ttab",
           "  padded  ", "<SEP>joined<SEP>", "emoji 🎉", "", "]]> cdata end", "\u2028 separator"]
@@ -67,10 +65,8 @@ def test_graphs_only_networkx_handles_go_to_networkx(tmp_path):
         write_graphml(control, str(tmp_path / "c.graphml"))
 
 
-def test_lightrag_networkx_storage_writes_through_it(tmp_path):
-    # the journal's writer (patches/journaled_stores.py) wraps this one
-    assert any(getattr(w, "_lightrag_prism_wrapped", False) for w in wrapper_chain(NetworkXStorage.write_nx_graph))
+def test_prism_graph_storage_writes_through_it(tmp_path):
     graph = random_graph(7)
-    NetworkXStorage.write_nx_graph(graph, str(tmp_path / "g.graphml"), "ws")
+    write_graph_file(graph, str(tmp_path / "g.graphml"), "ws")
     assert edge_data(nx.read_graphml(str(tmp_path / "g.graphml"))) == edge_data(
         read_back(graph, tmp_path / "theirs.graphml", nx.write_graphml))

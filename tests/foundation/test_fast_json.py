@@ -1,4 +1,4 @@
-"""patches/fast_json.py: LightRAG's JSON stores get the same file, written by orjson, and every value orjson would
+"""storages/json_stores.py and nano.py: PrismRAG's JSON stores get the same file, written by orjson, and every value orjson would
 write differently goes to LightRAG's own writer."""
 
 from __future__ import annotations
@@ -9,11 +9,9 @@ import math
 import numpy as np
 import pytest
 
-import lightrag.kg.json_doc_status_impl as doc_status_impl
-import lightrag.kg.json_kv_impl as kv_impl
-import lightrag_prism  # noqa: F401  (installs the patches)
-from lightrag_prism.patches.fast_json import orjson_writer
-from tests.helpers import wrapper_chain
+import lightrag.utils
+from lightrag_prism.storages import JournaledNanoVectorDB, PrismJsonDocStatusStorage, PrismJsonKVStorage
+from lightrag_prism.storages.json_stores import JournaledJsonStore, write_json_fast
 
 STORE = {
     "doc-1": {"status": "processed", "chunks_list": ["chunk-a", "chunk-b"], "content_length": 1234,
@@ -25,20 +23,19 @@ STORE = {
 
 def stock_bytes(obj, tmp_path) -> bytes:
     path = tmp_path / "stock.json"
-    kv_impl.write_json.__wrapped__(obj, str(path))
+    lightrag.utils.write_json(obj, str(path))
     return path.read_bytes()
 
 
 def fast_bytes(obj, tmp_path, writer=None) -> bytes:
     path = tmp_path / "fast.json"
-    (writer or kv_impl.write_json)(obj, str(path))
+    (writer or write_json_fast)(obj, str(path))
     return path.read_bytes()
 
 
-def test_both_json_stores_use_the_orjson_writer():
-    for module in (kv_impl, doc_status_impl):
-        assert any(getattr(f, "_lightrag_prism_wrapped", False) and f.__name__ == "write_json"
-                   for f in wrapper_chain(module.write_json))
+def test_both_json_stores_flush_through_the_orjson_writer():
+    for storage in (PrismJsonKVStorage, PrismJsonDocStatusStorage):
+        assert storage.index_done_callback is JournaledJsonStore.index_done_callback
 
 
 def test_same_bytes_as_lightrags_writer(tmp_path):
@@ -54,14 +51,15 @@ def test_values_orjson_writes_differently_go_to_the_original(tmp_path, value):
     assert loaded == value or (math.isnan(value) and math.isnan(loaded))
 
 
-def test_non_string_keys_and_unknown_types_behave_as_lightrags_writer(tmp_path):
+def test_non_string_keys_and_unknown_types_behave_as_lightrags_writer(tmp_path, monkeypatch):
     calls = []
 
     def original(obj, file_name):
         calls.append(obj)
         return "original"
 
-    writer = orjson_writer(original)
+    monkeypatch.setattr(lightrag.utils, "write_json", original)
+    writer = write_json_fast
     assert writer({1: "int key"}, str(tmp_path / "a.json")) == "original"
     from datetime import date
 
@@ -70,10 +68,8 @@ def test_non_string_keys_and_unknown_types_behave_as_lightrags_writer(tmp_path):
     assert len(calls) == 2 and not (tmp_path / "a.json").exists()
 
 
-def _nano(path, rows):
-    from nano_vectordb import NanoVectorDB
-
-    db = NanoVectorDB(4, storage_file=str(path))
+def _nano(path, rows, cls=JournaledNanoVectorDB):
+    db = cls(4, storage_file=str(path))
     db.upsert([{"__id__": f"id-{i}", "__vector__": np.arange(4, dtype=np.float32) + i, **row}
                for i, row in enumerate(rows)])
     return db
@@ -83,9 +79,9 @@ def test_nano_vectordb_save_reads_back_the_same_and_reloads(tmp_path):
     from nano_vectordb import NanoVectorDB
 
     rows = [{"content": "Zoë <&> \"quoted\"", "created": 1795596948, "file_path": None, "score": 0.5, "ok": True}]
-    fast, stock = _nano(tmp_path / "fast.json", rows), _nano(tmp_path / "stock.json", rows)
+    fast, stock = _nano(tmp_path / "fast.json", rows), _nano(tmp_path / "stock.json", rows, NanoVectorDB)
     fast.save()
-    NanoVectorDB.save.__wrapped__(stock)
+    stock.save()
     assert json.loads((tmp_path / "fast.json").read_text()) == json.loads((tmp_path / "stock.json").read_text())
     reloaded = NanoVectorDB(4, storage_file=str(tmp_path / "fast.json"))
     assert reloaded.get(["id-0"])[0]["content"] == rows[0]["content"]
@@ -105,5 +101,5 @@ def test_nano_vectordb_get_returns_what_the_original_returns(tmp_path, ids):
     from nano_vectordb import NanoVectorDB
 
     db = _nano(tmp_path / "db.json", [{"content": f"row {i}"} for i in range(5)])
-    assert db.get(ids) == NanoVectorDB.get.__wrapped__(db, ids)  # same rows, same (storage) order
+    assert db.get(ids) == NanoVectorDB.get(db, ids)  # same rows, same (storage) order
     assert [row["__id__"] for row in db.get(["id-4", "id-1"])] == ["id-1", "id-4"]

@@ -1,7 +1,7 @@
-"""Journaled file stores (lightrag_prism/journal.py, patches/journaled_stores.py).
+"""Journaled file stores (lightrag_prism/journal.py, lightrag_prism/storages/).
 
 Each kind of store is driven through random upserts and deletes, flushed through the journal after every step;
-reading the file back (base + journal, through LightRAG's own loaders as patched) must give exactly the live
+reading the file back (base + journal, as PrismRAG's storages load it) must give exactly the live
 content, and so must LightRAG's unpatched reader after a compaction. Plus: stale and torn journals, the
 compaction threshold, and a PrismRAG insert whose stores are journaled until ``finalize_storages``.
 """
@@ -16,12 +16,32 @@ import random
 import networkx as nx
 import numpy as np
 import pytest
-from lightrag.kg import json_doc_status_impl, json_kv_impl, nano_vector_db_impl, networkx_impl
+import lightrag.utils
 from nano_vectordb import NanoVectorDB as StockNanoVectorDB
 
 from lightrag_prism import journal
-from lightrag_prism.patches.fast_graphml import write_graphml
+from lightrag_prism.storages import (JournaledNanoVectorDB, PrismJsonDocStatusStorage, PrismJsonKVStorage,
+                                     PrismNetworkXStorage)
+from lightrag_prism.storages.graphml import write_graphml
+from lightrag_prism.storages.json_stores import write_journaled
 from tests.helpers import hash_embedding_func
+
+
+def load_json(file_name, kind=journal.TrackedKVKind):
+    """A JSON store's file as PrismRAG's store loads it: the file, then its journal."""
+    loaded = lightrag.utils.load_json(file_name)
+    return loaded if loaded is None else journal.replay(file_name, kind, loaded)
+
+
+def kv_write(data, file_name):
+    """A KV store's flush of ``data``; True when LightRAG's writer sanitised a value."""
+    return write_journaled(data, file_name, journal.TrackedKVKind)
+
+
+def load_graph(file_name):
+    """The graph file as PrismRAG's graph storage loads it."""
+    return journal.replay(file_name, journal.GraphKind, nx.read_graphml(file_name)) if os.path.exists(file_name) \
+        else None
 
 DIM = 8
 
@@ -58,7 +78,7 @@ def test_kv_store_read_back_equals_the_live_dict_after_every_flush(registered, t
                 live[key] = {"v": rng.random(), "step": step}  # values replaced, never mutated
         snapshot = dict(live)
         journal.flush(state, journal.KVKind, snapshot, lambda s=snapshot: write_kv(s, state.file_name))
-        assert json_kv_impl.load_json(state.file_name) == live
+        assert load_json(state.file_name) == live
     assert state.appends > 0 and state.rewrites >= 1
     assert os.path.exists(journal.journal_path(state.file_name))
     assert journal.compact(state)
@@ -75,7 +95,7 @@ def nano_rows(db) -> tuple[list[dict], np.ndarray]:
 def test_vector_store_read_back_equals_a_whole_rewrite_read_back_bit_for_bit(registered, tmp_path):
     rng = np.random.default_rng(2)
     state = registered("vdb.json")
-    live = nano_vector_db_impl.NanoVectorDB(DIM, storage_file=state.file_name)
+    live = JournaledNanoVectorDB(DIM, storage_file=state.file_name)
     storage = live._NanoVectorDB__storage
     kind = type(live).rows_kind
     journal.adopt(state, kind, storage)
@@ -83,7 +103,7 @@ def test_vector_store_read_back_equals_a_whole_rewrite_read_back_bit_for_bit(reg
     def whole():
         live.save()
 
-    stock = StockNanoVectorDB(DIM, storage_file=str(tmp_path / "stock.json"))  # the same calls, unpatched
+    stock = StockNanoVectorDB(DIM, storage_file=str(tmp_path / "stock.json"))  # the same calls, nano-vectordb's own class
     for step in range(40):
         ids = [f"id{i}" for i in rng.integers(0, 50, size=rng.integers(1, 6))]  # repeats: the last one wins
         batch = [{"__id__": i, "__vector__": rng.standard_normal(DIM), "content": f"{i}@{step}"} for i in ids]
@@ -104,7 +124,7 @@ def test_vector_store_read_back_equals_a_whole_rewrite_read_back_bit_for_bit(reg
         asked = [f"id{i}" for i in rng.integers(0, 55, size=3)]  # a few ids, some unknown: the id -> row index
         assert live.get(asked) == stock.get(asked) and live.get(asked + asked * 9) == stock.get(asked)
         journal.flush(state, kind, storage, whole)
-        rows, matrix = nano_rows(nano_vector_db_impl.NanoVectorDB(DIM, storage_file=state.file_name))
+        rows, matrix = nano_rows(JournaledNanoVectorDB(DIM, storage_file=state.file_name))
         # The reference: the live store saved whole and read by nano-vectordb itself (which normalises on load).
         path, live.storage_file = live.storage_file, str(tmp_path / "whole.json")
         live.save()
@@ -126,7 +146,7 @@ def test_vector_store_delete_compacts_in_place_to_what_nano_vectordb_gives(tmp_p
     """The in-place delete (first row, last row, runs, everything, repeats, an unknown id) leaves the rows and
     matrix nano-vectordb's own delete leaves, keeps the spare capacity, and the next upsert appends after it."""
     rng = np.random.default_rng(len(gone))
-    live = nano_vector_db_impl.NanoVectorDB(DIM, storage_file=str(tmp_path / "live.json"))
+    live = JournaledNanoVectorDB(DIM, storage_file=str(tmp_path / "live.json"))
     stock = StockNanoVectorDB(DIM, storage_file=str(tmp_path / "stock.json"))
     for client in (live, stock):
         client.upsert([{"__id__": f"id{i}", "__vector__": v, "n": i}
@@ -149,7 +169,7 @@ def test_vector_store_delete_compacts_in_place_to_what_nano_vectordb_gives(tmp_p
 
 
 def test_vector_store_changes_without_a_current_index_are_found_by_a_pass(tmp_path):
-    live = nano_vector_db_impl.NanoVectorDB(DIM, storage_file=str(tmp_path / "live.json"))
+    live = JournaledNanoVectorDB(DIM, storage_file=str(tmp_path / "live.json"))
     live.upsert([{"__id__": f"id{i}", "__vector__": np.ones(DIM) * (i + 1)} for i in range(6)])
     storage = live._NanoVectorDB__storage
     saved = {row["__id__"]: row for row in storage["data"]}
@@ -166,7 +186,7 @@ def test_vector_store_changes_without_a_current_index_are_found_by_a_pass(tmp_pa
 
 
 def test_vector_store_delete_of_a_read_only_matrix_is_nano_vectordbs_own(tmp_path):
-    live = nano_vector_db_impl.NanoVectorDB(DIM, storage_file=str(tmp_path / "live.json"))
+    live = JournaledNanoVectorDB(DIM, storage_file=str(tmp_path / "live.json"))
     live.upsert([{"__id__": f"id{i}", "__vector__": np.ones(DIM) * (i + 1)} for i in range(4)])
     storage = live._NanoVectorDB__storage
     storage["matrix"] = storage["matrix"].copy()
@@ -214,7 +234,7 @@ def test_an_untracked_graph_reads_back_equal_to_the_live_graph_after_every_flush
                 live.add_node(b, description=f"{b}@{step}")
                 live.add_edge(a, b, weight=float(step), keywords=f"{a}-{b}")
         journal.flush(state, UntrackedGraph, live, lambda: write_graphml(live, state.file_name))
-        read = read_back_unnoted(state.file_name, networkx_impl.NetworkXStorage.load_nx_graph)
+        read = read_back_unnoted(state.file_name, load_graph)
         assert graph_content(read) == graph_content(live)
     assert state.appends > 0 and state.touched is None
     assert journal.compact(state)
@@ -230,8 +250,8 @@ def test_a_graph_storage_flush_journals_what_its_write_api_changed(registered, t
     rng = random.Random(4)
 
     async def run():
-        storage = networkx_impl.NetworkXStorage(namespace="chunk_entity_relation", workspace="t",
-                                                global_config={"working_dir": str(tmp_path)}, embedding_func=None)
+        storage = PrismNetworkXStorage(namespace="chunk_entity_relation", workspace="t",
+                                       global_config={"working_dir": str(tmp_path)}, embedding_func=None)
         await storage.initialize()
         state = registered("t/graph_chunk_entity_relation.graphml")
         assert state.file_name == os.path.abspath(storage._graphml_xml_file)
@@ -253,7 +273,7 @@ def test_a_graph_storage_flush_journals_what_its_write_api_changed(registered, t
                     await storage.upsert_edge(b, a, {"weight": str(step), "keywords": f"{a}-{b}"})  # b's node implied
             appends = state.appends
             await storage.index_done_callback()
-            assert graph_content(networkx_impl.NetworkXStorage.load_nx_graph(state.file_name)) == graph_content(live)
+            assert graph_content(load_graph(state.file_name)) == graph_content(live)
             assert state.touched == set()
             assert state.appends == appends + 1 or state.rewrites  # the first flush of an empty file rewrites
         # A flush with nothing touched appends nothing, even though the whole graph is there to compare.
@@ -273,17 +293,16 @@ def test_the_doc_status_store_journals_every_write_and_persists_each_upsert_befo
     """Through ``JsonDocStatusStorage``'s own writes (tracked by the ids they name): after every write that persists
     at once (upsert, field update) the file read back already holds it, a row changed in place and upserted again
     included; deletes reach the file at the next flush, a drop empties it."""
-    from lightrag.kg import json_doc_status_impl
     from lightrag.kg.shared_storage import initialize_share_data
 
     initialize_share_data()
     rng = random.Random(5)
 
     def read_back(path):
-        return json_doc_status_impl.load_json(path) or {}
+        return load_json(path, journal.DocStatusKind) or {}
 
     async def run():
-        storage = json_doc_status_impl.JsonDocStatusStorage(
+        storage = PrismJsonDocStatusStorage(
             namespace="doc_status", workspace="ds", global_config={"working_dir": str(tmp_path)}, embedding_func=None)
         state = registered("ds/kv_store_doc_status.json")
         await storage.initialize()
@@ -316,13 +335,13 @@ def kv_storage(tmp_path, namespace: str, workspace: str):
     from lightrag.kg.shared_storage import initialize_share_data
 
     initialize_share_data()
-    return json_kv_impl.JsonKVStorage(namespace=namespace, workspace=workspace,
-                                      global_config={"working_dir": str(tmp_path)}, embedding_func=None)
+    return PrismJsonKVStorage(namespace=namespace, workspace=workspace,
+                              global_config={"working_dir": str(tmp_path)}, embedding_func=None)
 
 
 def read_kv_aside(path: str) -> dict:
     """The file and its journal as the next process reads them, without noting that content in this process's
-    state as LightRAG's patched loader does (a load starts untracked: the next flush would compare everything)."""
+    state as PrismRAG's loader does (a load starts untracked: the next flush would compare everything)."""
     from lightrag.utils import load_json
 
     data = load_json(path) or {}
@@ -366,13 +385,13 @@ def test_a_kv_store_journals_exactly_the_keys_its_writes_named(registered, tmp_p
                 record = journal.read_journal(state.file_name)[-1]
                 assert set(record.get("u", {})) | set(record.get("d", ())) <= written
         assert state.appends > 20
-        assert json_kv_impl.load_json(state.file_name) == dict(storage._data)  # LightRAG's loader, as patched
+        assert load_json(state.file_name) == dict(storage._data)  # the file as PrismRAG's store loads it
         assert state.touched is None  # a load is not tracked: the next flush compares everything
         await storage.upsert({"late": {"chunk_ids": ["c"]}})
         await storage.index_done_callback()
         assert state.touched == set() and read_kv_aside(state.file_name) == dict(storage._data)
         await storage.drop()
-        assert read_kv_aside(state.file_name) == {} and json_kv_impl.load_json(state.file_name) == {}
+        assert read_kv_aside(state.file_name) == {} and load_json(state.file_name) == {}
 
     asyncio.run(run())
 
@@ -392,7 +411,7 @@ def test_legacy_cache_migration_after_a_load_reaches_the_file(registered, tmp_pa
         assert len(migrated) == 3 and "default" not in migrated
         await storage.upsert({"default:extract:new": {"return": "fresh"}})
         await storage.index_done_callback()
-        assert json_kv_impl.load_json(state.file_name) == dict(storage._data)
+        assert load_json(state.file_name) == dict(storage._data)
 
     asyncio.run(run())
 
@@ -409,7 +428,7 @@ def test_a_journal_is_never_replayed_over_a_base_rewritten_after_it(registered):
     assert os.path.exists(journal.journal_path(state.file_name))
     # A writer that does not journal replaces the base (an unregistered instance, or stock LightRAG).
     os.replace(write_temp(state.file_name, {"a": {"v": 9}}), state.file_name)
-    assert json_kv_impl.load_json(state.file_name) == {"a": {"v": 9}}
+    assert load_json(state.file_name) == {"a": {"v": 9}}
     assert not os.path.exists(journal.journal_path(state.file_name))
 
 
@@ -425,10 +444,10 @@ def test_a_torn_last_line_is_dropped_and_cut_before_the_next_append(registered):
     flush_kv(state, {"a": {"v": 1}}, data)
     with open(journal.journal_path(state.file_name), "ab") as handle:
         handle.write(b'{"u": {"c": {"v"')  # a crash in the middle of an append
-    assert json_kv_impl.load_json(state.file_name) == data  # replay adopts the state and cuts the tail
+    assert load_json(state.file_name) == data  # replay adopts the state and cuts the tail
     data = {"a": {"v": 1}, "b": {"v": 2}, "d": {"v": 4}}
     flush_kv(state, data)
-    assert json_kv_impl.load_json(state.file_name) == data
+    assert load_json(state.file_name) == data
 
 
 def test_the_journal_is_compacted_once_it_reaches_half_the_base(registered, monkeypatch):
@@ -443,7 +462,7 @@ def test_the_journal_is_compacted_once_it_reaches_half_the_base(registered, monk
         journal.flush(state, journal.KVKind, snapshot, lambda s=snapshot: write_kv(s, state.file_name))
         assert state.journal_bytes <= journal.COMPACT_RATIO * os.path.getsize(state.file_name) + record
     assert state.rewrites >= 3  # 12 KB -> 18 KB -> 27 KB -> ...
-    assert json_kv_impl.load_json(state.file_name) == data
+    assert load_json(state.file_name) == data
 
 
 def test_a_prism_insert_is_journaled_until_finalize_and_reads_back_equal(tmp_path):
@@ -470,10 +489,10 @@ def test_a_prism_insert_is_journaled_until_finalize_and_reads_back_equal(tmp_pat
         assert "graph_chunk_entity_relation.graphml" + journal.JOURNAL_SUFFIX in journals
         graph_file = str(workdir / "graph_chunk_entity_relation.graphml")
         live_graph = rag.chunk_entity_relation_graph._graph
-        assert graph_content(networkx_impl.NetworkXStorage.load_nx_graph(graph_file)) == graph_content(live_graph)
+        assert graph_content(load_graph(graph_file)) == graph_content(live_graph)
         for vdb in (rag.entities_vdb, rag.relationships_vdb, rag.chunks_vdb):
             await vdb.index_done_callback()  # its pending rows applied and flushed
-            read_rows, read_matrix = nano_rows(nano_vector_db_impl.NanoVectorDB(
+            read_rows, read_matrix = nano_rows(JournaledNanoVectorDB(
                 rag.embedding_func.embedding_dim, storage_file=vdb._client_file_name))
             live_rows, live_matrix = nano_rows(vdb._client)
             by_id = {row["__id__"]: (row, read_matrix[i]) for i, row in enumerate(read_rows)}
@@ -482,7 +501,7 @@ def test_a_prism_insert_is_journaled_until_finalize_and_reads_back_equal(tmp_pat
                 assert by_id[row["__id__"]][0] == row
                 assert np.allclose(by_id[row["__id__"]][1], live_matrix[i], atol=1e-6)
         chunks_file = str(workdir / "vdb_chunks.json")
-        read = sorted(r["__id__"] for r in nano_rows(nano_vector_db_impl.NanoVectorDB(
+        read = sorted(r["__id__"] for r in nano_rows(JournaledNanoVectorDB(
             rag.embedding_func.embedding_dim, storage_file=chunks_file))[0])
         await rag.finalize_storages()
         assert list(workdir.glob("*" + journal.JOURNAL_SUFFIX)) == []
@@ -520,7 +539,7 @@ def test_a_second_instance_in_the_process_appends_to_the_stores_it_shares(tmp_pa
         state = journal.registered(chunks_file)
         assert (state.rewrites, state.appends) == (1, 0) if unflushed else (state.rewrites == 0 and state.appends > 0)
         live = dict(second.text_chunks._data)
-        read = json_kv_impl.load_json(chunks_file)  # base + journal, as the next process reads it
+        read = load_json(chunks_file)  # base + journal, as the next process reads it
         assert read == live and ("orphan" in read) == unflushed
         await second.finalize_storages()
 
@@ -529,37 +548,12 @@ def test_a_second_instance_in_the_process_appends_to_the_stores_it_shares(tmp_pa
 
 def test_a_value_json_cannot_hold_makes_the_flush_a_whole_sanitising_rewrite(registered):
     state = registered("kv.json")
-    assert json_kv_impl.write_json({"a": {"v": "x"}}, state.file_name) is False  # first flush: whole
+    assert kv_write({"a": {"v": "x"}}, state.file_name) is False  # first flush: whole
     journal.touch(state.file_name, ["b"])  # as JsonKVStorage.upsert notes it
-    assert json_kv_impl.write_json({"a": {"v": "x"}, "b": {"v": "y"}}, state.file_name) is False  # appended
+    assert kv_write({"a": {"v": "x"}, "b": {"v": "y"}}, state.file_name) is False  # appended
     assert state.appends == 1
     # LightRAG's writer drops the lone surrogate and asks the caller to reload (True), as without journals
     journal.touch(state.file_name, ["b"])
-    assert json_kv_impl.write_json({"a": {"v": "x"}, "b": {"v": "bad\ud800"}}, state.file_name) is True
-    assert json_kv_impl.load_json(state.file_name) == {"a": {"v": "x"}, "b": {"v": "bad"}}
+    assert kv_write({"a": {"v": "x"}, "b": {"v": "bad\ud800"}}, state.file_name) is True
+    assert load_json(state.file_name) == {"a": {"v": "x"}, "b": {"v": "bad"}}
     assert not os.path.exists(journal.journal_path(state.file_name))
-
-
-def test_the_stock_baseline_runs_without_any_journal_hook_and_gets_them_back():
-    """``stock_storage_writers`` (the insert benchmark's stock side) undoes every replacement of journaled_stores and
-    doc_status_index."""
-    from lightrag.kg.json_doc_status_impl import JsonDocStatusStorage
-    from lightrag.kg.json_kv_impl import JsonKVStorage
-    from lightrag.kg.networkx_impl import NetworkXStorage
-
-    from lightrag_prism.patches.doc_status_index import _REPLACED
-    from lightrag_prism.patches.journaled_stores import _DOC_STATUS_WRITES, _GRAPH_WRITES, _KV_WRITES
-    from lightrag_prism.patches.stock_writers import stock_storage_writers
-
-    def ours(function) -> bool:
-        return getattr(function, "__module__", "").startswith("lightrag_prism")
-
-    replaced = [(NetworkXStorage, name) for name in _GRAPH_WRITES] + [
-        (JsonDocStatusStorage, name) for name in (*_DOC_STATUS_WRITES, *_REPLACED)] + [
-        (JsonKVStorage, name) for name in _KV_WRITES] + [
-        (json_kv_impl, "write_json"), (json_kv_impl, "load_json"), (nano_vector_db_impl, "NanoVectorDB"),
-        (json_doc_status_impl, "load_json")]
-    assert all(ours(getattr(owner, name)) for owner, name in replaced)
-    with stock_storage_writers():
-        assert not any(ours(getattr(owner, name)) for owner, name in replaced)
-    assert all(ours(getattr(owner, name)) for owner, name in replaced)

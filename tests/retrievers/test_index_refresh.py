@@ -113,7 +113,6 @@ async def test_the_passage_view_reads_only_the_records_written_since_the_last_vi
     import numpy as np
 
     from lightrag_prism import vectors
-    from lightrag_prism.patches import file_reads
     from lightrag_prism.retrievers.views import passage_graph as hippo_graph
     from lightrag_prism.retrievers.views.query_state import ensure_views
     from lightrag_prism.snapshot import snapshot_from_storage
@@ -128,7 +127,7 @@ async def test_the_passage_view_reads_only_the_records_written_since_the_last_vi
     rag = await _rag(tmp_path)
     try:
         await rag.ainsert([FIRST, SECOND], ids=["a", "b"])
-        monkeypatch.setattr(file_reads, "record_fields", lambda *args: None)  # get_by_ids, as on PostgreSQL
+        monkeypatch.setattr(type(rag.text_chunks), "record_fields", lambda *args: None)  # get_by_ids, as on PG
         reads, original = [], hippo_graph.chunk_records
 
         async def counted(rag, ids, fields):

@@ -9,9 +9,7 @@ import time
 import httpx
 import pytest
 
-import lightrag_prism  # noqa: F401  (its patches make load_json replay the store's journal)
-from lightrag.kg.json_kv_impl import load_json
-
+from tests.helpers import read_store_file
 from tests.scripted_server import ScriptedServer
 from tests.server.support import running_server, server_env, wait_processed
 
@@ -53,7 +51,7 @@ def test_clearing_documents_leaves_nothing_for_the_modes_to_find(scripted, tmp_p
         _cleared(client)
         assert _files(client, "Who designed the Vexholm Lighthouse?", mode) == []
         state = json.loads((tmp_path / "index" / "kv_store_prism_state.json").read_text())
-        vectors = load_json(str(tmp_path / "index" / "kv_store_prism_vectors.json"))  # with its journal
+        vectors = read_store_file(str(tmp_path / "index" / "kv_store_prism_vectors.json"))  # with its journal
         assert "doc_timestamps" not in state and vectors == {}
         assert client.post("/documents/texts", json={"texts": NEW, "file_sources": ["lund.txt"]}).status_code == 200
         wait_processed(client, 1)

@@ -8,10 +8,10 @@ import re
 
 import httpx
 import pytest
-from lightrag.kg import json_kv_impl
 
 from lightrag_prism.retrievers import registered_modes, valid_modes
 from tests.citations.corpus import make_manual
+from tests.helpers import read_store_file
 from tests.server.support import running_server, server_env, wait_processed
 from tests.scripted_server import ScriptedServer
 
@@ -63,8 +63,7 @@ def offline(scripted, tmp_path_factory):
 
 
 def stored_chunks(root) -> list[dict]:
-    # the store's file with its journal (lightrag_prism's patches make LightRAG's loader replay it)
-    return list(json_kv_impl.load_json(str(root / "index" / "kv_store_text_chunks.json")).values())
+    return list(read_store_file(str(root / "index" / "kv_store_text_chunks.json")).values())  # with its journal
 
 
 def test_uploads_go_through_the_plugin_insert_path(offline):

@@ -36,7 +36,7 @@ from lightrag.base import DocStatus
 
 from ...graph import knn
 from ...graph.ppr import Transition, transition_matrix
-from ...patches import file_reads, pg_reads
+from ...patches import pg_reads
 from ...plugin_state import find_plugin_state
 from ...snapshot import GraphSnapshot, node_moves
 from ...vectors import chunk_records, vectors_carrying
@@ -197,7 +197,8 @@ class HippoGraph:
 
 async def all_passage_ids(rag, snapshot: GraphSnapshot) -> list[str]:
     """Graph-referenced chunk ids first (snapshot order), then the other chunks of processed documents."""
-    extra = file_reads.processed_chunk_lists(rag.doc_status, DocStatus.PROCESSED.value)
+    fast_read = getattr(rag.doc_status, "processed_chunk_lists", None)  # PrismJsonDocStatusStorage's
+    extra = fast_read(DocStatus.PROCESSED.value) if fast_read is not None else None
     if extra is None:
         extra = await pg_reads.processed_chunk_lists(rag.doc_status, DocStatus.PROCESSED.value)
     if extra is None:

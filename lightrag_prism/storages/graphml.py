@@ -1,26 +1,18 @@
-"""LightRAG's NetworkX graph file written by a direct GraphML serialiser: the same graph read back, 2x faster.
+"""The GraphML file of LightRAG's NetworkX graph written directly: the same graph read back, 2x faster.
 
-``NetworkXStorage`` persists by rewriting ``graph_chunk_entity_relation.graphml`` with ``nx.write_graphml`` on every
-flush. networkx infers an XML type for every attribute value and builds an element tree: 1.1 s per write of a
+``NetworkXStorage`` persists by rewriting ``graph_chunk_entity_relation.graphml`` with ``nx.write_graphml``.
+networkx infers an XML type for every attribute value and builds an element tree: 1.1 s per write of a
 27,000-node graph with lxml, 2.3 s without. :func:`write_graphml` writes the same document (the same keys, types
 and values; ``nx.read_graphml`` returns an equal graph, see ``tests/foundation/test_fast_graphml.py``) as one string
 in half the time. Anything it does not handle exactly like networkx goes to ``nx.write_graphml``: directed graphs,
 multigraphs, graph-level data or key defaults, values that are not ``str``/``int``/``float``/``bool``, and strings
-with characters XML cannot hold (networkx raises on those, as before).
-
-Private coupling: ``NetworkXStorage.write_nx_graph(graph, file_name, workspace)`` (a static method) is replaced,
-once, at import; the replacement keeps its log line and its atomic write (``lightrag.file_atomic.atomic_write``).
-It applies to every LightRAG instance of the process.
+with characters XML cannot hold (networkx raises on those, as before). PrismRAG's graph storage writes with it
+(``graph.py``); nothing else does.
 """
 
 from __future__ import annotations
 
 import re
-
-from .private import register_symbols
-
-_SYMBOL = ("lightrag.kg.networkx_impl", "NetworkXStorage.write_nx_graph", 3)
-register_symbols(_SYMBOL)
 
 XML_TYPES = {str: "string", int: "long", float: "double", bool: "boolean"}  # networkx's mapping for these types
 _SPECIAL = re.compile("[&<>\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -95,25 +87,3 @@ def write_graphml(graph, path: str) -> None:
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(text)
 
-
-def install() -> None:
-    from lightrag.file_atomic import atomic_write
-    from lightrag.kg import networkx_impl
-    from lightrag.utils import logger
-
-    storage = networkx_impl.NetworkXStorage
-    if getattr(storage.write_nx_graph, "_lightrag_prism_wrapped", False):
-        return
-    original = storage.write_nx_graph
-
-    def write_nx_graph(graph, file_name, workspace="_"):
-        logger.info(f"[{workspace}] Writing graph with {graph.number_of_nodes()} nodes, "
-                    f"{graph.number_of_edges()} edges")
-        atomic_write(file_name, lambda tmp: write_graphml(graph, tmp), workspace)
-
-    write_nx_graph.__wrapped__ = original
-    write_nx_graph._lightrag_prism_wrapped = True
-    storage.write_nx_graph = staticmethod(write_nx_graph)
-
-
-install()

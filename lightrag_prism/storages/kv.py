@@ -1,0 +1,40 @@
+"""``JsonKVStorage`` as PrismRAG runs it: journaled (``json_stores.py``), and read without copies by the views."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lightrag.kg.json_kv_impl import JsonKVStorage
+
+from .json_stores import JournaledJsonStore, named_keys
+
+
+class PrismJsonKVStorage(JournaledJsonStore, JsonKVStorage):
+    """LightRAG's JSON KV store whose flushes append to a journal; ``upsert`` and ``delete`` note their keys."""
+
+    async def _loaded(self, data: dict) -> dict:
+        if self.namespace.endswith("_cache"):  # as LightRAG's initialize does
+            return await self._migrate_legacy_cache_structure(data)
+        return data
+
+    async def upsert(self, data: dict[str, dict[str, Any]]) -> None:
+        with self._writing(named_keys(data)):
+            return await super().upsert(data)
+
+    async def delete(self, ids: list[str]) -> None:
+        with self._writing(named_keys(ids)):
+            return await super().delete(ids)
+
+    def record_fields(self, ids: list[str], fields: tuple[str, ...]) -> list[dict[str, Any] | None] | None:
+        """For each id, ``{field: value}`` of its record (None where ``get_by_ids`` gives None: missing or empty),
+        read from the shared dict without ``get_by_ids``' deep copies (reading every passage's text that way cost
+        about 0.4 s at 3,000 passages, after each small insert), with no ``await`` between the first read and the
+        last. None in LightRAG's multi-process mode (a manager proxy): the caller takes ``get_by_ids``."""
+        data = self._data
+        if type(data) is not dict:
+            return None
+        out: list[dict[str, Any] | None] = []
+        for vid in ids:
+            record = data.get(vid)
+            out.append({name: record.get(name) for name in fields if name in record} if record else None)
+        return out

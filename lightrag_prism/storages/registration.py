@@ -1,0 +1,74 @@
+"""Which of an instance's files are journaled, and what the instance found on disk when it opened them."""
+
+from __future__ import annotations
+
+from lightrag_prism import journal
+
+from .graph import PrismNetworkXStorage
+from .json_stores import JournaledJsonStore
+from .nano import _NANO_STORAGE, JournaledNanoVectorDB, PrismNanoVectorDBStorage
+
+
+def register_files(rag) -> list[journal.FileState]:
+    """Journal the files of ``rag``'s storages: the vector stores, the graph, the JSON KV stores (chunks, documents,
+    entity and relation chunk lists, the LLM cache, the plugin's vector cache) and the doc-status store. None in
+    LightRAG's multi-process mode. Called before the storages are initialized; the vector stores and the graph
+    loaded their files when LightRAG constructed them, so their content is noted here."""
+    from lightrag.kg import shared_storage
+
+    if shared_storage._is_multiprocess:
+        return []
+    states = []
+    for storage in vars(rag).values():
+        if isinstance(storage, PrismNanoVectorDBStorage):
+            states.append(journal.register(storage._client_file_name))
+            client = storage._client
+            if isinstance(client, JournaledNanoVectorDB):
+                journal.adopt(states[-1], client.rows_kind, getattr(client, _NANO_STORAGE))
+        elif isinstance(storage, PrismNetworkXStorage):
+            states.append(journal.register(storage._graphml_xml_file))
+            if storage._graph is not None:  # loaded when the storage was constructed
+                journal.adopt(states[-1], journal.GraphKind, storage._graph)
+    states.extend(journal.register(store._file_name) for store, _ in _json_stores(rag))
+    return states
+
+
+def _json_stores(rag) -> list[tuple[object, type]]:
+    """``rag``'s journaled JSON stores with their journal kind: the KV stores, the doc-status store and the plugin's
+    vector cache (not its document store)."""
+    stores = [(storage, storage.journal_kind) for storage in vars(rag).values()
+              if isinstance(storage, JournaledJsonStore)]
+    plugin = getattr(rag, "_prism_state", None)
+    vectors = getattr(plugin, "vectors_store", None)
+    if isinstance(vectors, JournaledJsonStore) and vectors is not getattr(plugin, "documents_store", None):
+        stores.append((vectors, vectors.journal_kind))
+    return stores
+
+
+def adopt_shared_namespaces(rag) -> int:
+    """After ``initialize_storages``: note as saved the JSON stores this instance did not load itself.
+
+    LightRAG loads a JSON store's file once per process and (namespace, workspace); a second instance on the same
+    working dir in that process (created again after ``finalize_storages``, or beside another) shares the loaded dict
+    and never reads the file, so its journal state had no content and the first flush of each store rewrote it
+    whole: at 3,000 passages, 0.6 s of CPU added to the next small insert. The file and its journal are read here;
+    when they hold exactly the shared dict, the dict is adopted as the file's content and flushes append again.
+    Otherwise (changes not flushed yet) nothing is adopted and the first flush rewrites the file, as before.
+    Returns how many stores were adopted."""
+    import os
+
+    from lightrag.utils import load_json
+
+    adopted = 0
+    for storage, kind in _json_stores(rag):
+        state, data = journal.registered(storage._file_name), getattr(storage, "_data", None)
+        if state is None or state.saved is not None or not isinstance(data, dict) \
+                or not os.path.exists(storage._file_name):
+            continue
+        on_disk = load_json(storage._file_name) or {}
+        for record in journal.read_journal(storage._file_name):
+            kind.apply(on_disk, record)
+        if on_disk == data:
+            journal.adopt(state, kind, data)
+            adopted += 1
+    return adopted
