@@ -270,12 +270,11 @@ def state_of_chunk_store(text_chunks) -> PluginState | None:
     return _BY_CHUNK_STORE.get(id(text_chunks))
 
 
-STATE_ATTRIBUTE = "_prism_state"  # where PrismRAG keeps its PluginState
-
-
 def find_plugin_state(rag) -> PluginState | None:
-    """The instance's plugin state, or None for an object that has none (duck-typed instances in tests, tools)."""
-    return rag.__dict__.get(STATE_ATTRIBUTE)
+    """The instance's plugin state (on its seam, ``seam.py``), or None for an object that has none (a plain
+    LightRAG, duck-typed instances in tests, tools)."""
+    seam = rag.__dict__.get("prism_seam")
+    return getattr(seam, "plugin_state", None)
 
 
 def plugin_state(rag) -> PluginState:

@@ -34,18 +34,17 @@ from .citations.attach import attach_citations, checked_answer
 from .context import QueryContext
 from .coordination import DEFAULT_INTERVAL, PipelineTurn, VersionWatcher
 from .errors import LLMNotConfiguredError, describe_error, embedding_dimension_error, extra_install_hint
-from .insert.merging import rebuild as _rebuild  # noqa: F401  (registers the delete-by-document rebuild hook)
-from .insert import summaries as _summaries  # noqa: F401  (registers the timestamp-aware summary hook)
 from .insert.api import InsertFeaturesMixin, install_insert_features
 from .insert.extraction import extractor_status
 from .insert.offline_llm import offline_llm, offline_model_name
 from .keywords import extract_keywords
 from .llm_faults import call_error, describe_cause, endpoint_of, llm_fault_endpoint, mark_llm_faults
 from .param import KG_STOCK_MODES, STOCK_MODES, PrismQueryParam, perspectives_enabled
-from .plugin_state import STATE_ATTRIBUTE as PLUGIN_STATE_ATTRIBUTE, PluginState
+from .plugin_state import PluginState
 from .query import PrismHooks, active_hooks, annotate, mode_kind, reads_keywords
 from .retrievers import check_mode
 from .retrievers.views.query_state import ensure_views, prepare_views
+from .seam import PrismSeam
 from .snapshot import GraphSnapshot, SnapshotCache
 from .storages import prism_storage_class
 from .storage_faults import storage_fault
@@ -130,6 +129,18 @@ def as_prism_param(param: QueryParam) -> PrismQueryParam:
     return PrismQueryParam(**{f.name: getattr(param, f.name) for f in fields(QueryParam)})
 
 
+def _invalidating(name: str):
+    async def method(self, *args, **kwargs):
+        try:
+            return await getattr(super(PrismRAG, self), name)(*args, **kwargs)
+        finally:
+            await self.publish_graph_change()
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"LightRAG.{name}, then :meth:`PrismRAG.publish_graph_change`."
+    return method
+
+
 @dataclass
 class PrismRAG(InsertFeaturesMixin, LightRAG):
     # --- insert-time features (docs/insert-features.md) ---
@@ -194,8 +205,12 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
     many tokens (at most LightRAG's ``summary_max_tokens``); source ids are never dropped. 128 keeps a description
     and its name inside the local embedder's 256-token window, and a full description stops changing (and being
     re-embedded) when later documents mention the entity again."""
+    prism_seam: PrismSeam | None = field(default=None, init=False, repr=False, compare=False)
+    """Not a parameter: the one object through which LightRAG's stages reach this instance's plugin code, and the
+    plugin's state of the instance (``seam.py``). It travels in LightRAG's ``global_config``."""
 
     def __post_init__(self, addon_params):
+        self.prism_seam = PrismSeam(self)
         if self.tokenizer is None:
             self.tokenizer = OfflineTokenizer()
         if self.llm_model_func is None:
@@ -238,10 +253,9 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
                 raise
             raise error from exc
         self._snapshots = SnapshotCache(self.chunk_entity_relation_graph, self.text_chunks)
-        state = PluginState(self)  # opened by initialize_storages
-        setattr(self, PLUGIN_STATE_ATTRIBUTE, state)
+        state = self.prism_seam.plugin_state = PluginState(self)  # opened by initialize_storages
         self.version_watcher = VersionWatcher(state, self._refresh_from_storage, self.shared_version_interval)
-        self._prism_pipeline_turn = PipelineTurn(state)
+        self.prism_seam.pipeline_turn = PipelineTurn(state)
 
     def _offline_pipeline_settings(self) -> None:
         """Without a real LLM, extraction is local and fast: keep many documents in flight (see the constants)."""
@@ -459,27 +473,26 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
                                   "is_streaming": False, "llm_generated": False}
         return result
 
+    # --- LightRAG's graph-changing methods, each followed by publish_graph_change (GRAPH_MUTATORS) ----------
+    ainsert_custom_kg = _invalidating("ainsert_custom_kg")
+    adelete_by_doc_id = _invalidating("adelete_by_doc_id")
+    adelete_by_entity = _invalidating("adelete_by_entity")
+    adelete_by_relation = _invalidating("adelete_by_relation")
+    aedit_entity = _invalidating("aedit_entity")
+    aedit_relation = _invalidating("aedit_relation")
+    acreate_entity = _invalidating("acreate_entity")
+    acreate_relation = _invalidating("acreate_relation")
+    amerge_entities = _invalidating("amerge_entities")
+
+    async def _process_extract_entities(self, chunks, pipeline_status=None, pipeline_status_lock=None,
+                                        truncation_tally=None):
+        """LightRAG's extraction step, through the seam (offline extractor, table prompts, timestamps)."""
+        return await self.prism_seam.extract(super()._process_extract_entities, chunks, pipeline_status,
+                                             pipeline_status_lock, truncation_tally)
+
 
 def _plugin_metadata(raw: dict[str, Any], mode: str, prism: dict[str, Any]) -> None:
     metadata = raw.setdefault("metadata", {})
     metadata["prism"] = prism
     if "query_mode" in metadata:  # a "chunks" mode answers through naive_query, which reports "naive"
         metadata["query_mode"] = mode
-
-
-def _invalidating(name: str):
-    async def method(self, *args, **kwargs):
-        try:
-            return await getattr(super(PrismRAG, self), name)(*args, **kwargs)
-        finally:
-            await self.publish_graph_change()
-
-    method.__name__ = method.__qualname__ = name
-    method.__doc__ = f"LightRAG.{name}, then :meth:`PrismRAG.publish_graph_change`."
-    return method
-
-
-for _name in GRAPH_MUTATORS:
-    setattr(PrismRAG, _name, _invalidating(_name))
-
-patches.insert_hooks.install_extract_hook(PrismRAG)

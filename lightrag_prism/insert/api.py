@@ -43,10 +43,10 @@ logger = logging.getLogger(__name__)
 def install_insert_features(rag) -> None:
     """Before ``LightRAG.__post_init__``: the insert hooks object and the wrapped chunking function."""
     hooks = InsertHooks(rag)
-    rag._prism_insert_hooks = hooks
+    rag.prism_seam.insert_hooks = hooks
     llm_calls = CallsInFlight()  # a paced flush waits out its round while LLM answers or vectors are awaited
     rag.llm_model_func = llm_calls.wrap(rag.llm_model_func)
-    rag._prism_commit_policy = CommitPolicy(busy=lambda: llm_calls.count > 0 or _embeddings_in_flight(rag))
+    rag.prism_seam.commit_policy = CommitPolicy(busy=lambda: llm_calls.count > 0 or _embeddings_in_flight(rag))
     user_chunker = None if rag.chunking_func is chunking_by_token_size else rag.chunking_func
     embed_max = getattr(rag.embedding_func, "max_token_size", None) if rag.embedding_func is not None else None
     rag.chunking_func = make_prism_chunker(user_chunker, hooks.timestamps, table_aware=rag.table_aware_chunking,
@@ -64,7 +64,7 @@ _DONE_STATUSES = {DocStatus.PROCESSED.value, "all"}
 async def save_doc_timestamps(rag, stamps: dict[str, str]) -> None:
     """Store content key → timestamp (one record each), so a document retried by a later process, or processed
     by another process on the same storages, keeps its timestamp."""
-    hooks = rag._prism_insert_hooks
+    hooks = rag.prism_seam.insert_hooks
     hooks.timestamps.update(stamps)
     await timestamp_store.save(plugin_state(rag), stamps)
     hooks.timestamps_stored = hooks.timestamps_stored or bool(stamps)
@@ -72,7 +72,7 @@ async def save_doc_timestamps(rag, stamps: dict[str, str]) -> None:
 
 async def load_doc_timestamps(rag) -> None:
     """Whether the storages hold timestamps (the chunker then looks up the ones it lacks), and the legacy map."""
-    hooks, state = rag._prism_insert_hooks, plugin_state(rag)
+    hooks, state = rag.prism_seam.insert_hooks, plugin_state(rag)
     hooks.timestamps.update(await timestamp_store.load_legacy(state))
     hooks.timestamps_stored = await timestamp_store.in_use(state)
 
@@ -93,8 +93,8 @@ async def clear_derived_state(rag) -> None:
     the plugin derived from the documents. Discovered entity types describe the domain, not the documents: kept."""
     rag.invalidate_snapshot()
     forget_hippo_state(rag)
-    rag._prism_insert_hooks.timestamps.clear()
-    rag._prism_insert_hooks.timestamps_stored = False
+    rag.prism_seam.insert_hooks.timestamps.clear()
+    rag.prism_seam.insert_hooks.timestamps_stored = False
     state = plugin_state(rag)
     if state.ready:
         await state.clear(keep=(ENTITY_TYPES_DOCUMENT,))
@@ -157,8 +157,7 @@ def _check_threshold(threshold: float) -> float:
 
 async def compact_journals(rag) -> None:
     """At ``finalize_storages``: every journaled file rewritten whole (stock LightRAG can read the directory)."""
-    states = getattr(rag, "_prism_journaled", [])
-    rag._prism_journaled = []
+    states, rag.prism_seam.journaled = rag.prism_seam.journaled, []
     for state in states:
         await asyncio.to_thread(journal.compact, state)
         journal.unregister(state.file_name)
@@ -184,17 +183,17 @@ class InsertFeaturesMixin:
 
     async def initialize_storages(self):
         if self.incremental_writes:  # before the storages load their files: loading notes what is on disk
-            self._prism_journaled = register_files(self)
+            self.prism_seam.journaled = register_files(self)
         await super().initialize_storages()
         await open_plugin_state(self)
         if self.incremental_writes:
             adopt_shared_namespaces(self)
         watch_graph_storage(self)
         if self.group_commit:
-            self._prism_flushes = install_group_commit(self, self._prism_commit_policy)
+            self.prism_seam.flushes = install_group_commit(self, self.prism_seam.commit_policy)
         feed = partial(index_items, self) if self.prepare_query_indexes else None
         if self.embedding_cache_size > 0 or feed is not None:
-            self._prism_prefetch = install_prefetch(self, feed, content=self.embedding_cache_size > 0)
+            self.prism_seam.prefetch = install_prefetch(self, feed, content=self.embedding_cache_size > 0)
 
         outcomes = await roll_forward(self)
         if outcomes:
@@ -229,7 +228,7 @@ class InsertFeaturesMixin:
 
     async def finalize_storages(self):
         await self.version_watcher.stop()
-        prefetch = getattr(self, "_prism_prefetch", None)
+        prefetch = self.prism_seam.prefetch
         if prefetch is not None:
             await prefetch.close()
         await close_plugin_state(self)
@@ -250,7 +249,7 @@ class InsertFeaturesMixin:
         covers one server: ``coordination.PipelineTurn``); with many documents in flight, storage flushes are paced
         (group commit). Then, with ``prepare_query_indexes``, the hipporag/prism query state is brought up to date
         (``query_state.py``)."""
-        async with self._prism_pipeline_turn():
+        async with self.prism_seam.pipeline_turn():
             counts = await self.doc_status.get_status_counts()
             backlog = sum(n for status, n in counts.items() if status not in _DONE_STATUSES)
             paced = min(backlog, self.max_parallel_insert) >= PACED_MIN_PARALLEL
@@ -261,7 +260,7 @@ class InsertFeaturesMixin:
                 await repair_recovery_anchors(self)
                 await load_doc_timestamps(self)  # another instance on the same storages may have queued some
             try:
-                with self._prism_commit_policy.bulk(paced):
+                with self.prism_seam.commit_policy.bulk(paced):
                     result = await super().apipeline_process_enqueue_documents(*args, **kwargs)
             finally:
                 # The graph may have changed (even if the run failed midway); a run that found nothing to do
@@ -277,13 +276,13 @@ class InsertFeaturesMixin:
     async def adelete_by_doc_id(self, *args, **kwargs):
         """LightRAG's ``adelete_by_doc_id``, in this process's pipeline turn; its rebuild of shared entities reads
         the alias file once."""
-        async with self._prism_pipeline_turn():
+        async with self.prism_seam.pipeline_turn():
             with aliases_read_once():
                 return await super().adelete_by_doc_id(*args, **kwargs)
 
     async def ainsert_custom_chunks(self, *args, **kwargs):
         """LightRAG's ``ainsert_custom_chunks``, in this process's pipeline turn."""
-        async with self._prism_pipeline_turn():
+        async with self.prism_seam.pipeline_turn():
             return await super().ainsert_custom_chunks(*args, **kwargs)
 
     def insert(self, input, split_by_character=None, split_by_character_only=False, ids=None, file_paths=None,

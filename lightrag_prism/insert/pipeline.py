@@ -6,8 +6,8 @@
   section path, span) in its ``heading`` record (``citations/``). A document inserted with a timestamp gets a
   ``[Time: ts]`` header line on every chunk (so the timestamp shows in query context) and a ``prism_timestamp``
   chunk field.
-* :class:`InsertHooks.extract` (called instead of ``LightRAG._process_extract_entities``, see
-  ``patches/insert_hooks.py``) strips that header before extraction. Without an LLM the chunks go to the offline
+* :class:`InsertHooks.extract` (called instead of ``LightRAG._process_extract_entities`` through the instance's
+  seam, ``seam.py``) strips that header before extraction. Without an LLM the chunks go to the offline
   extractor (:mod:`.extraction.offline_hook`); with one, it extracts table chunks with
   :data:`TABLE_EXTRACTION_GUIDANCE` appended to the entity-type guidance of *their* prompt only (a copy of the
   global config per table chunk; other chunks use LightRAG's own call), and prefixes every extracted entity and
@@ -137,7 +137,7 @@ def _prefix_records(results: list, chunk_timestamps: dict[str, str]) -> None:
 
 @dataclass
 class InsertHooks:
-    """Per-instance insert state; ``rag._prism_insert_hooks`` (not a dataclass field of PrismRAG)."""
+    """Per-instance insert state; ``rag.prism_seam.insert_hooks``."""
 
     rag: Any
     timestamps: dict[str, str] = field(default_factory=dict)  # content_key -> timestamp

@@ -14,7 +14,7 @@ timestamps; nothing is sent to the stand-in and nothing grows without bound.
    missing, the summary is discarded and the fragments are concatenated deterministically (chronological,
    deduplicated). The fallback is logged and counted in :data:`SUMMARY_STATS`.
 
-Other configs get LightRAG's own summary. Plain LightRAG instances never reach this hook (``patches/insert_hooks.py``).
+Other configs get LightRAG's own summary. Plain LightRAG instances never reach this hook: it is called through a PrismRAG's seam (``seam.py``).
 """
 
 from __future__ import annotations
@@ -118,5 +118,3 @@ async def prism_summary(original, arguments: dict[str, Any]) -> tuple[str, bool]
         return await timestamp_aware_summary(original, arguments)
     return await original(**arguments)
 
-
-patches.insert_hooks.register_summary_hook(prism_summary)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from lightrag_prism import journal
 
+from ..plugin_state import find_plugin_state
 from .graph import PrismNetworkXStorage
 from .json_stores import JournaledJsonStore
 from .nano import _NANO_STORAGE, JournaledNanoVectorDB, PrismNanoVectorDBStorage
@@ -38,7 +39,7 @@ def _json_stores(rag) -> list[tuple[object, type]]:
     vector cache (not its document store)."""
     stores = [(storage, storage.journal_kind) for storage in vars(rag).values()
               if isinstance(storage, JournaledJsonStore)]
-    plugin = getattr(rag, "_prism_state", None)
+    plugin = find_plugin_state(rag)
     vectors = getattr(plugin, "vectors_store", None)
     if isinstance(vectors, JournaledJsonStore) and vectors is not getattr(plugin, "documents_store", None):
         stores.append((vectors, vectors.journal_kind))

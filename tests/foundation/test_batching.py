@@ -291,9 +291,9 @@ async def test_embedding_waits_inside_a_flush_do_not_pace_the_others(tmp_path):
     await rag.initialize_storages()
     try:
         await rag.ainsert("Marie Curie was born in Warsaw.")
-        entities = rag._prism_flushes["entities"]
+        entities = rag.prism_seam.flushes["entities"]
         assert entities.flush_seconds >= 0.2  # the flush did wait for its vectors ...
-        start, end = rag._prism_commit_policy._latest[id(entities)]
+        start, end = rag.prism_seam.commit_policy._latest[id(entities)]
         own_work = end - start
         assert own_work < 0.1  # ... which does not count as the storage's work
     finally:

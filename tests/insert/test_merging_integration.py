@@ -142,14 +142,14 @@ async def test_delete_reads_the_aliases_once_for_all_rebuilt_chunks(scripted_ser
     for doc, doc_id in ((D2, "d2"), (D3, "d3")):
         await rag.ainsert(doc, ids=[doc_id], agentic_merging=True, agentic_merging_threshold=0.5)
     reads, hooked = [], []
-    load, hook = rebuild.load_aliases, rebuild.rebuild_hook
+    load, hook = rebuild.load_aliases, rag.prism_seam.rebuild
     monkeypatch.setattr(rebuild, "load_aliases", lambda state: reads.append(state) or load(state))
 
     async def counting_hook(storage, chunk_id, *args):
         hooked.append(chunk_id)
         return await hook(storage, chunk_id, *args)
 
-    monkeypatch.setattr(rebuild.patches.insert_hooks, "_rebuild_hook", [counting_hook])
+    monkeypatch.setattr(rag.prism_seam, "rebuild", counting_hook)  # what LightRAG's rebuild step reaches
     await rag.adelete_by_doc_id("d1")
     assert len(set(hooked)) == 2 and len(reads) == 1  # two remaining chunks rebuilt, one read of the aliases
     assert set(await rag.chunk_entity_relation_graph.get_all_labels()) == {"Acme Corporation", "Bob Stone", "Texas"}

@@ -145,7 +145,7 @@ async def test_dropping_the_graph_clears_derived_state_and_keeps_entity_types(se
                      f"doc_timestamp:{content_key(D1)}"):
             assert await state.document(name).load(None) is None, name
         assert await state.vectors.get(FACT_INDEX, facts) == {}
-        assert rag._prism_insert_hooks.timestamps == {}
+        assert rag.prism_seam.insert_hooks.timestamps == {}
         assert "FinancialMetric" in (await state.document("entity_types").load(None))["guidance"]  # kept
         asked = len(scripted_server.chat_requests())
         await rag.aentity_type_aug(texts=DOCS, force_refresh=True)

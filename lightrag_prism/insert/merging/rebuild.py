@@ -9,7 +9,7 @@ post-processing, so without this module a rebuild would
   cached answer still says ``Acme Corp``, the rebuild finds no record for ``Acme Corporation`` and keeps the
   deleted document's description, source ids and weights.
 
-:func:`rebuild_hook` (installed around ``_rebuild_from_extraction_result`` by ``patches/insert_hooks.py``)
+:func:`rebuild_hook` (called after ``_rebuild_from_extraction_result`` through a PrismRAG's seam, ``seam.py``)
 re-applies the chunk's timestamp and renames entities through the alias map that every merge records
 (the ``aliases`` record of the plugin state: merged-away name → canonical name, chains resolved). Inside
 :func:`aliases_read_once` (``PrismRAG.adelete_by_doc_id`` enters it) the file is read once for all rebuilt chunks.
@@ -111,5 +111,3 @@ async def rebuild_hook(storage, chunk_id: str, chunk_data: dict, nodes: dict, ed
         return nodes, edges
     return _rename_nodes(nodes, aliases, timestamp), _rename_edges(edges, aliases, timestamp)
 
-
-patches.insert_hooks.register_rebuild_hook(rebuild_hook)
