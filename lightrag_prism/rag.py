@@ -132,7 +132,8 @@ def as_prism_param(param: QueryParam) -> PrismQueryParam:
 def _invalidating(name: str):
     async def method(self, *args, **kwargs):
         try:
-            return await getattr(super(PrismRAG, self), name)(*args, **kwargs)
+            with self.prism_seam.active():
+                return await getattr(super(PrismRAG, self), name)(*args, **kwargs)
         finally:
             await self.publish_graph_change()
 

@@ -10,6 +10,7 @@ LightRAG 1.5.7 has no hook in the stages the plugin changes. Every way in ends a
 | description merge (``operate._handle_entity_relation_summary``) | wrapped in ``patches/insert_hooks.py``; the seam is in the ``global_config`` it is given |
 | rebuild after a deletion (``operate._rebuild_from_extraction_result``) | the same, through the text-chunks storage's ``global_config`` |
 | flushes | the instance's storages (``storages/``) and their group commit (``insert/group_commit.py``) |
+| extraction-text normalisers (``operate.normalize_entity_name``, ...) | memoised in ``patches/normalize_memo.py`` while :meth:`PrismSeam.active` (a PrismRAG's insert or deletion) |
 | query stage 1, naive retrieval (``operate._perform_kg_search``, ``_get_vector_context``) | wrapped in ``patches/__init__.py``; ``PrismRAG`` puts the query's hooks (``query.py``) in ``patches.ACTIVE_HOOKS`` for one query |
 
 A plain ``LightRAG`` has no seam, so every wrapper leaves it to LightRAG's own code. The seam travels in
@@ -19,8 +20,10 @@ itself. It also holds the instance's plugin state (what used to be loose ``_pris
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Any
 
+from . import patches
 from .insert.merging.rebuild import rebuild_hook
 from .insert.summaries import prism_summary
 
@@ -37,6 +40,13 @@ class PrismSeam:
         self.journaled: list = []  # the journal states of the instance's files (storages/registration.py)
         self.prefetch: Any = None  # embedding prefetch of the query indexes (insert/prefetch.py)
         self.flushes: dict = {}  # the storages' paced flushes (insert/group_commit.py)
+
+    @contextmanager
+    def active(self):
+        """Around an insert or a deletion: the wrappers of stages that get no config (the extraction-text
+        normalisers, ``patches/normalize_memo.py``) serve this run, and the tasks it starts."""
+        with patches.seam_active(self):
+            yield
 
     def __deepcopy__(self, memo) -> "PrismSeam":
         return self  # one seam per instance, whatever copies LightRAG makes of its config

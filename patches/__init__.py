@@ -15,8 +15,8 @@ duration of one query: plain ``LightRAG`` instances in the same process are unaf
 What else is replaced at import, each inert for plain LightRAG instances and listed in the symbol registry
 (``tests/foundation/test_replaced_symbols.py`` compares the two): ``lightrag.lightrag.get_storage_class``
 (``storage_classes.py``: PrismRAG's storage classes while a PrismRAG is built), three insert-time stages
-(``insert_hooks.py``) and LightRAG's extraction-text normalisers, memoised (``normalize_memo.py``: the same strings
-out). Nothing of LightRAG's storage layer (``lightrag.kg.*``, nano-vectordb) is replaced: PrismRAG's file storages
+(``insert_hooks.py``) and LightRAG's extraction-text normalisers, memoised during a PrismRAG's inserts and deletions
+(``normalize_memo.py``: the same strings out). Nothing of LightRAG's storage layer (``lightrag.kg.*``, nano-vectordb) is replaced: PrismRAG's file storages
 are subclasses (``lightrag_prism/storages/``); the PostgreSQL client's two repairs (``postgres.py``) are installed
 when a PrismRAG on PostgreSQL is built.
 
@@ -31,8 +31,8 @@ from contextvars import ContextVar
 from typing import Any, Protocol
 
 from .private import (  # noqa: F401  (re-exported: patches.check_lightrag, patches.PRIVATE_SYMBOLS, ...)
-    PRIVATE_SYMBOLS, SUPPORTED_RANGE, UnsupportedLightRAGVersion, build_global_config, check_lightrag, check_symbol,
-    redis_client, wrap_once)
+    ACTIVE_SEAM, PRIVATE_SYMBOLS, SUPPORTED_RANGE, UnsupportedLightRAGVersion, build_global_config, check_lightrag,
+    check_symbol, redis_client, seam_active, wrap_once)
 
 
 class QueryHooks(Protocol):

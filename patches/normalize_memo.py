@@ -12,8 +12,9 @@ relations the same sentence as description. Those calls were half of LightRAG's 
 rows, with the same repeats.
 
 The memo is a bounded LRU per function (``MEMO_SIZE`` strings, a few MB at most), for ``str`` arguments only; any
-other argument goes to LightRAG's function unchanged. It serves every instance in the process, as the functions are
-pure. Version-checked through :func:`register_symbols`.
+other argument goes to LightRAG's function unchanged. It serves only a PrismRAG's inserts and deletions (while its
+seam is active, :data:`private.ACTIVE_SEAM`); a plain LightRAG calls LightRAG's functions. Version-checked through
+:func:`register_symbols`.
 
 The same parse runs ``fix_tuple_delimiter_corruption(record, core, delimiter)`` on every record: thirteen regular
 expressions repairing an LLM's mangled ``<|#|>``, a third of what re-parsing cost a deletion. Every one of them needs
@@ -29,7 +30,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from .private import register_symbols, wrap_once
+from .private import ACTIVE_SEAM, register_symbols, wrap_once
 
 _SYMBOLS = [
     ("lightrag.operate", "sanitize_and_normalize_extracted_text", 2),
@@ -46,7 +47,7 @@ def _memo_text(original):
     cached = lru_cache(maxsize=MEMO_SIZE)(original)
 
     def sanitize_and_normalize_extracted_text(input_text, remove_inner_quotes=False):
-        if type(input_text) is str and type(remove_inner_quotes) is bool:
+        if type(input_text) is str and type(remove_inner_quotes) is bool and ACTIVE_SEAM.get() is not None:
             return cached(input_text, remove_inner_quotes)
         return original(input_text, remove_inner_quotes=remove_inner_quotes)
 
@@ -58,7 +59,8 @@ def _memo_name(original):
     cached = lru_cache(maxsize=MEMO_SIZE)(original)
 
     def normalize_entity_name(input_text):
-        return cached(input_text) if type(input_text) is str else original(input_text)
+        return cached(input_text) if type(input_text) is str and ACTIVE_SEAM.get() is not None \
+            else original(input_text)
 
     normalize_entity_name.cache = cached
     return normalize_entity_name
@@ -66,7 +68,7 @@ def _memo_name(original):
 
 def _fast_delimiter_fix(original):
     def fix_tuple_delimiter_corruption(record, delimiter_core, tuple_delimiter):
-        if (type(record) is str and type(delimiter_core) is str and delimiter_core
+        if (ACTIVE_SEAM.get() is not None and type(record) is str and type(delimiter_core) is str and delimiter_core
                 and tuple_delimiter == f"<|{delimiter_core}|>" and not _has_delimiter_marks(delimiter_core)
                 and not _has_delimiter_marks(record.replace(tuple_delimiter, ""))):
             return record  # nothing any of its patterns could change (module doc)
@@ -86,7 +88,8 @@ def _marker_pattern(markers: tuple[str, ...]) -> re.Pattern:
 
 def _compiled_split(original):
     def split_string_by_multi_markers(content, markers):
-        if type(content) is str and type(markers) is list and markers and all(type(m) is str for m in markers):
+        if (ACTIVE_SEAM.get() is not None and type(content) is str and type(markers) is list and markers
+                and all(type(m) is str for m in markers)):
             return [part for part in map(str.strip, _marker_pattern(tuple(markers)).split(content)) if part]
         return original(content, markers)
 

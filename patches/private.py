@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+from contextlib import contextmanager
+from contextvars import ContextVar
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -79,6 +81,20 @@ def wrap_once(module, name: str, make_wrapper) -> None:
     wrapper.__name__ = name
     wrapper._lightrag_prism_wrapped = True
     setattr(module, name, wrapper)
+
+
+# The PrismSeam (``lightrag_prism/seam.py``) whose insert or deletion is running in this task and the tasks it
+# starts: the wrappers of stages that get no config (the extraction-text normalisers) serve only those.
+ACTIVE_SEAM: ContextVar[Any] = ContextVar("lightrag_prism_active_seam", default=None)
+
+
+@contextmanager
+def seam_active(seam):
+    token = ACTIVE_SEAM.set(seam)
+    try:
+        yield
+    finally:
+        ACTIVE_SEAM.reset(token)
 
 
 # --- private LightRAG methods used by PrismRAG, behind small named functions ---

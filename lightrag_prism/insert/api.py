@@ -249,28 +249,30 @@ class InsertFeaturesMixin:
         covers one server: ``coordination.PipelineTurn``); with many documents in flight, storage flushes are paced
         (group commit). Then, with ``prepare_query_indexes``, the hipporag/prism query state is brought up to date
         (``query_state.py``)."""
-        async with self.prism_seam.pipeline_turn():
-            counts = await self.doc_status.get_status_counts()
-            backlog = sum(n for status, n in counts.items() if status not in _DONE_STATUSES)
-            paced = min(backlog, self.max_parallel_insert) >= PACED_MIN_PARALLEL
-            if backlog:  # documents a crash interrupted are purged before their retry: their anchors must exist
-                prepare_documents = embedder_hook(self, "prepare_documents")
-                if prepare_documents is not None:  # the local embedder's workers start while documents are extracted
-                    prepare_documents()
-                await repair_recovery_anchors(self)
-                await load_doc_timestamps(self)  # another instance on the same storages may have queued some
-            try:
-                with self.prism_seam.commit_policy.bulk(paced):
-                    result = await super().apipeline_process_enqueue_documents(*args, **kwargs)
-            finally:
-                # The graph may have changed (even if the run failed midway); a run that found nothing to do
-                # (nothing was queued) changed nothing other processes must reload.
-                if backlog or await self.doc_status.get_status_counts() != counts:
-                    await self.publish_graph_change()
-                else:
-                    self.invalidate_snapshot()
-        if self.prepare_query_indexes:  # every way in (ainsert, LightRAG Server uploads and scans) ends here
-            await prepare_query_state(self, settle_from=0 if backlog >= PACED_MIN_PARALLEL else None)
+        with self.prism_seam.active():  # this run and the tasks it starts (seam.py)
+            async with self.prism_seam.pipeline_turn():
+                counts = await self.doc_status.get_status_counts()
+                backlog = sum(n for status, n in counts.items() if status not in _DONE_STATUSES)
+                paced = min(backlog, self.max_parallel_insert) >= PACED_MIN_PARALLEL
+                if backlog:  # documents a crash interrupted are purged before their retry: their anchors must exist
+                    # the local embedder's workers start while documents are extracted
+                    prepare_documents = embedder_hook(self, "prepare_documents")
+                    if prepare_documents is not None:
+                        prepare_documents()
+                    await repair_recovery_anchors(self)
+                    await load_doc_timestamps(self)  # another instance on the same storages may have queued some
+                try:
+                    with self.prism_seam.commit_policy.bulk(paced):
+                        result = await super().apipeline_process_enqueue_documents(*args, **kwargs)
+                finally:
+                    # The graph may have changed (even if the run failed midway); a run that found nothing to do
+                    # (nothing was queued) changed nothing other processes must reload.
+                    if backlog or await self.doc_status.get_status_counts() != counts:
+                        await self.publish_graph_change()
+                    else:
+                        self.invalidate_snapshot()
+            if self.prepare_query_indexes:  # every way in (ainsert, LightRAG Server uploads and scans) ends here
+                await prepare_query_state(self, settle_from=0 if backlog >= PACED_MIN_PARALLEL else None)
         return result
 
     async def adelete_by_doc_id(self, *args, **kwargs):

@@ -1,4 +1,5 @@
-"""patches/normalize_memo.py: LightRAG's extraction normalisers memoised give LightRAG's own results."""
+"""patches/normalize_memo.py: LightRAG's extraction normalisers memoised give LightRAG's own results, and serve only
+a PrismRAG's runs (its seam active)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import random
 import pytest
 from lightrag import operate
 
-from lightrag_prism.patches import normalize_memo
+from lightrag_prism.patches import normalize_memo, seam_active
 
 TRICKY = [
     "", "  ", "Alan Turing", '"Alan Turing"', "'quoted' inside 'twice'", "<p>Paris</p><br/>", "ＡＢＣ１２３",
@@ -16,6 +17,13 @@ TRICKY = [
     "a\u202fb", "non\u00a0breaking", "（note）—dash", "Thomas C. Südhof", "x" * 5000, "line\nbreak\ttab",
     "\ud800 lone surrogate",
 ]
+
+
+@pytest.fixture(autouse=True)
+def a_prism_run():
+    """The tests below run as inside a PrismRAG's insert (a seam active); the last one as a plain LightRAG."""
+    with seam_active(object()):
+        yield
 
 
 @pytest.mark.parametrize("text", TRICKY)
@@ -116,3 +124,17 @@ def test_the_compiled_split_gives_lightrags_parts():
             assert split(content, markers) == original(content, markers), (content, markers)
     assert split(None, ["x"]) == original(None, ["x"]) == []
     assert split(_rows(), ["\n"]) == original(_rows(), ["\n"])
+
+
+def test_a_plain_lightrags_parse_calls_lightrags_functions():
+    text, split = operate.sanitize_and_normalize_extracted_text, operate.split_string_by_multi_markers
+    calls = []
+    with seam_active(None):
+        text.cache.cache_clear()
+        result = asyncio.run(operate._process_extraction_result(_rows(), "chunk-1", 1700000000, "doc.txt"))
+        assert text.cache.cache_info().currsize == 0  # nothing memoised outside a PrismRAG's run
+        fix = normalize_memo._fast_delimiter_fix(lambda *args: calls.append(args) or args[0])
+        clean = "entity<|#|>Alan Turing<|#|>person<|#|>A mathematician."
+        assert fix(clean, "#", "<|#|>") == clean and calls == [(clean, "#", "<|#|>")]  # LightRAG's own repair
+        assert split("a<|#|>b", ["<|#|>"]) == split.__wrapped__("a<|#|>b", ["<|#|>"])
+    assert set(result[0]) == {"Teutberga", "Lothair II", "Lotharingia", "东京大学"}

@@ -6,6 +6,7 @@ import asyncio
 import copy
 
 from lightrag import LightRAG as StockLightRAG
+from lightrag import operate
 
 from lightrag_prism import LightRAG
 from lightrag_prism.patches import build_global_config
@@ -53,6 +54,10 @@ def test_graph_changing_methods_are_defined_on_the_class_and_publish_the_change(
             rag.publish_graph_change = counted
             await rag.acreate_entity("Port Wenna", {"description": "a harbour town", "entity_type": "location"})
             assert published == [1]
+            names = operate.normalize_entity_name.cache
+            names.cache_clear()
+            await rag.ainsert("Ines Vale founded Alpha Works in Port Wenna in 2011.", ids=["doc-1"])
+            assert names.cache_info().currsize > 0  # the insert's parse ran with the seam active: memoised
         finally:
             await rag.finalize_storages()
 
