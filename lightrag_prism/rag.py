@@ -175,10 +175,10 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
     """Coalesce storage flushes: one flush serves every document that asked for it while the previous flush ran
     (same durability as LightRAG's per-document flushes; see ``insert/group_commit.py``)."""
     incremental_writes: bool = field(default=True)
-    """On the default file storages, a flush of the vector stores, the graph and the JSON KV stores (not the doc
-    status) appends what changed to a journal beside the file instead of rewriting the file (``journal.py``), so a small insert
-    into a big index writes what it changed. Files are rewritten whole when their journal reaches half their size
-    and at ``finalize_storages``. False: LightRAG's whole-file writes."""
+    """On the default file storages, a flush of the vector stores, the graph, the JSON KV stores and the doc status
+    appends what changed to a journal beside the file instead of rewriting the file (``journal.py``,
+    ``storages/``), so a small insert into a big index writes what it changed. Files are rewritten whole when their
+    journal reaches half their size and at ``finalize_storages``. False: LightRAG's whole-file writes."""
     cite_answers: bool = field(default=True)
     """Answers cite their sources inline: the LLM is asked to put each chunk's ``reference_id`` in brackets after
     what it supports (``[1]``), and a marker that names no returned reference is taken out and recorded in

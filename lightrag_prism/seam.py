@@ -2,16 +2,20 @@
 
 LightRAG 1.5.7 has no hook in the stages the plugin changes. Every way in ends at this per-instance object:
 
-| LightRAG stage | how it reaches the seam |
-|---|---|
-| storage classes (``lightrag.lightrag.get_storage_class``) | ``patches/storage_classes.py``, asked only while ``PrismRAG.__post_init__`` runs: ``lightrag_prism/storages/`` |
-| chunking | the instance's ``chunking_func`` (``insert/pipeline.py:make_prism_chunker``) |
-| extraction (``LightRAG._process_extract_entities``) | ``PrismRAG``'s override calls :meth:`PrismSeam.extract` |
-| description merge (``operate._handle_entity_relation_summary``) | wrapped in ``patches/insert_hooks.py``; the seam is in the ``global_config`` it is given |
-| rebuild after a deletion (``operate._rebuild_from_extraction_result``) | the same, through the text-chunks storage's ``global_config`` |
-| flushes | the instance's storages (``storages/``) and their group commit (``insert/group_commit.py``) |
-| extraction-text normalisers (``operate.normalize_entity_name``, ...) | memoised in ``patches/normalize_memo.py`` while :meth:`PrismSeam.active` (a PrismRAG's insert or deletion) |
-| query stage 1, naive retrieval (``operate._perform_kg_search``, ``_get_vector_context``) | wrapped in ``patches/__init__.py``; ``PrismRAG`` puts the query's hooks (``query.py``) in ``patches.ACTIVE_HOOKS`` for one query |
+* storage classes (``lightrag.lightrag.get_storage_class``): ``patches/storage_classes.py`` asks the PrismRAG only
+  while its ``__post_init__`` runs, and gets ``lightrag_prism/storages/``;
+* chunking: the instance's ``chunking_func`` (``insert/pipeline.py:make_prism_chunker``);
+* extraction (``LightRAG._process_extract_entities``): ``PrismRAG``'s override calls :meth:`PrismSeam.extract`;
+* description merge (``operate._handle_entity_relation_summary``): wrapped in ``patches/insert_hooks.py``, which
+  finds the seam in the ``global_config`` it is given: :meth:`PrismSeam.summary`;
+* rebuild after a deletion (``operate._rebuild_from_extraction_result``): the same, through the text-chunks
+  storage's ``global_config``: :meth:`PrismSeam.rebuild`;
+* the extraction-text normalisers (``operate.normalize_entity_name``, ...): memoised by
+  ``patches/normalize_memo.py`` while :meth:`PrismSeam.active` (a PrismRAG's insert or deletion);
+* flushes: the instance's storages (``storages/``) and their group commit (``insert/group_commit.py``);
+* query stage 1 and naive retrieval (``operate._perform_kg_search``, ``_get_vector_context``): wrapped in
+  ``patches/__init__.py``; ``PrismRAG`` puts the query's hooks (``query.py``) in ``patches.ACTIVE_HOOKS`` for one
+  query.
 
 A plain ``LightRAG`` has no seam, so every wrapper leaves it to LightRAG's own code. The seam travels in
 ``global_config``, which LightRAG builds with ``dataclasses.asdict`` (a deep copy of every field): it copies to
@@ -40,6 +44,7 @@ class PrismSeam:
         self.journaled: list = []  # the journal states of the instance's files (storages/registration.py)
         self.prefetch: Any = None  # embedding prefetch of the query indexes (insert/prefetch.py)
         self.flushes: dict = {}  # the storages' paced flushes (insert/group_commit.py)
+        self.views: dict = {}  # the query views' state (retrievers/views/passage_graph.py: indexes, synonyms)
 
     @contextmanager
     def active(self):

@@ -16,9 +16,9 @@ What else is replaced at import, each inert for plain LightRAG instances and lis
 (``tests/foundation/test_replaced_symbols.py`` compares the two): ``lightrag.lightrag.get_storage_class``
 (``storage_classes.py``: PrismRAG's storage classes while a PrismRAG is built), three insert-time stages
 (``insert_hooks.py``) and LightRAG's extraction-text normalisers, memoised during a PrismRAG's inserts and deletions
-(``normalize_memo.py``: the same strings out). Nothing of LightRAG's storage layer (``lightrag.kg.*``, nano-vectordb) is replaced: PrismRAG's file storages
-are subclasses (``lightrag_prism/storages/``); the PostgreSQL client's two repairs (``postgres.py``) are installed
-when a PrismRAG on PostgreSQL is built.
+(``normalize_memo.py``: the same strings out). Nothing of LightRAG's storage layer (``lightrag.kg.*``,
+nano-vectordb) is replaced: PrismRAG's file storages are subclasses (``lightrag_prism/storages/``); the PostgreSQL
+client's two repairs (``postgres.py``) are installed when a PrismRAG on PostgreSQL is built.
 
 At import we check the installed lightrag-hku version and the presence and parameter count of every private symbol
 used anywhere in the plugin, and fail with one clear message otherwise.

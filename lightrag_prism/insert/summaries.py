@@ -14,7 +14,8 @@ timestamps; nothing is sent to the stand-in and nothing grows without bound.
    missing, the summary is discarded and the fragments are concatenated deterministically (chronological,
    deduplicated). The fallback is logged and counted in :data:`SUMMARY_STATS`.
 
-Other configs get LightRAG's own summary. Plain LightRAG instances never reach this hook: it is called through a PrismRAG's seam (``seam.py``).
+Other configs get LightRAG's own summary. Plain LightRAG instances never reach this hook: it is called through a
+PrismRAG's seam (``seam.py``).
 """
 
 from __future__ import annotations

@@ -129,24 +129,31 @@ class HippoState:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
-STATE_ATTRIBUTE = "_prism_hipporag_state"
+STATE_KEY = "hipporag_state"
+
+
+def _views_of(rag) -> dict:
+    """Where an instance's query-view state lives: its seam's ``views`` (a PrismRAG, ``seam.py``), else the object's
+    own attributes (duck-typed instances in tests and tools)."""
+    seam = rag.__dict__.get("prism_seam")
+    return seam.views if seam is not None else rag.__dict__
 
 
 def hippo_state(rag) -> HippoState:
-    state = rag.__dict__.get(STATE_ATTRIBUTE)
+    state = _views_of(rag).get(STATE_KEY)
     if state is None:
         owner = find_plugin_state(rag)  # None: a duck-typed instance (tests, tools) keeps them in memory
         vectors = owner.vectors if owner is not None else None
         # the fact index is scanned whole by every query: column-major (index.py)
         state = HippoState(EmbeddingIndex(NAME_INDEX, vectors),
                            EmbeddingIndex(FACT_INDEX, vectors, column_major=True))
-        rag.__dict__[STATE_ATTRIBUTE] = state
+        _views_of(rag)[STATE_KEY] = state
     return state
 
 
 def forget_hippo_state(rag) -> None:
     """Drop the instance's in-memory indexes and synonym pairs (the next use starts from the vector store)."""
-    rag.__dict__.pop(STATE_ATTRIBUTE, None)
+    _views_of(rag).pop(STATE_KEY, None)
 
 
 @dataclass
