@@ -418,3 +418,56 @@ async def test_a_thin_graph_ranks_the_passages_by_the_bm25_dense_fusion(rag, mod
     walked = await rag.aquery_data(query, QueryParam(mode=mode, chunk_top_k=len(CHUNKS), thin_graph_relations=0))
     assert "thin_graph" not in {f["step"] for f in walked["metadata"]["prism"]["fallbacks"]}
     assert "ppr" in {c["found_by"] for c in walked["data"]["chunks"]}
+
+
+async def test_a_state_without_powers_scores_as_the_full_state_and_its_successor_is_built_whole():
+    def node(name):
+        return {"id": name, "entity_type": "person", "description": name, "source_id": "c1"}
+
+    def edge(a, b):
+        return {"source": a, "target": b, "weight": 1.0, "description": f"{a} knows {b}", "keywords": "knows",
+                "source_id": "c1"}
+
+    names = [f"N{i}" for i in range(12)]
+    pairs = [(names[i], names[i + 1]) for i in range(11)] + [("N0", "N5")]
+    base = build_snapshot([node(n) for n in names], [edge(a, b) for a, b in pairs])
+    light = fastrp_view.fastrp_cache(base, None, keep_powers=False)
+    full = FastRPState.build(base.adj)
+    assert light.state.powers == () and full.powers
+    assert np.array_equal(light.state.embedding, full.embedding)
+    with pytest.raises(ValueError, match="no powers"):
+        light.state.update(base.adj)
+    grown = patch_snapshot(base, {}, {("N3", "N9"): edge("N3", "N9")}, version=1)
+    cache = fastrp_view.fastrp_cache(grown, base)
+    assert not cache.incremental and cache.state.powers  # built whole, and it keeps its powers by default
+    assert np.array_equal(cache.embedding, FastRPState.build(grown.adj).embedding)
+
+
+async def test_an_instance_that_only_queries_keeps_no_fastrp_powers_until_it_changes_the_graph(tmp_path):
+    from lightrag_prism import LightRAG as PrismRAG
+    from tests.helpers import hash_embedding_func
+
+    def open_rag():
+        return PrismRAG(working_dir=str(tmp_path), workspace="powers", embedding_func=hash_embedding_func(32))
+
+    writer = open_rag()
+    await writer.initialize_storages()
+    await writer.ainsert(["Ada Lovelace worked with Charles Babbage in London on the Analytical Engine.",
+                          "Charles Babbage designed the Difference Engine in London."], ids=["d1", "d2"])
+    await writer.aquery_data("Who worked with Babbage?", qp("prism"))
+    assert writer.prism_seam.changes_graph
+    assert (await writer.graph_snapshot()).derived[fastrp_view.FASTRP_KEY].state.powers
+    await writer.finalize_storages()
+
+    reader = open_rag()
+    await reader.initialize_storages()
+    try:
+        answer = await reader.aquery_data("Who worked with Babbage?", qp("prism"))
+        assert answer["data"]["chunks"] and not reader.prism_seam.changes_graph
+        assert (await reader.graph_snapshot()).derived[fastrp_view.FASTRP_KEY].state.powers == ()
+        await reader.ainsert("Ada Lovelace wrote notes on the Analytical Engine in 1843.", ids=["d3"])
+        await reader.aquery_data("Who worked with Babbage?", qp("prism"))
+        assert reader.prism_seam.changes_graph
+        assert (await reader.graph_snapshot()).derived[fastrp_view.FASTRP_KEY].state.powers
+    finally:
+        await reader.finalize_storages()

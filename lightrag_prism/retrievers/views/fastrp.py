@@ -65,7 +65,7 @@ def _grown_layout(snap: GraphSnapshot, previous: GraphSnapshot, old: FastRPCache
     return old.order + appended, np.concatenate([rows, added_rows]), tombstones
 
 
-def fastrp_cache(snap: GraphSnapshot, previous: GraphSnapshot | None) -> FastRPCache:
+def fastrp_cache(snap: GraphSnapshot, previous: GraphSnapshot | None, keep_powers: bool = True) -> FastRPCache:
     """The FastRP state of ``snap``, cached on the snapshot.
 
     When the previous snapshot has FastRP, the state is updated incrementally: the new graph is laid out as "old
@@ -74,6 +74,10 @@ def fastrp_cache(snap: GraphSnapshot, previous: GraphSnapshot | None) -> FastRPC
     other row moves) until tombstones are :data:`TOMBSTONE_LIMIT` of the rows; otherwise, and without a previous
     state, it is built from scratch. The embeddings stay in the state's row order: copying them into snapshot
     order took a third of the first query after deleting one document from 3,000 (tens of MB moved per snapshot).
+
+    ``keep_powers`` False (a process that never changes the graph, ``query_state.py``): the state keeps only its
+    embedding, not the powers ``S^k R`` an incremental update needs (four fifths of its memory: 450 MB at 57,000
+    entities); when the graph changes, the next state is built whole.
     """
     cached = snap.derived.get(FASTRP_KEY)
     if cached is not None:
@@ -83,7 +87,7 @@ def fastrp_cache(snap: GraphSnapshot, previous: GraphSnapshot | None) -> FastRPC
     if old is not None:
         order, rows, tombstones = _grown_layout(snap, previous, old)
         token = object()  # the previous state's powers are updated in place, so for one successor only
-        if len(tombstones) > TOMBSTONE_LIMIT * len(order) or \
+        if not old.state.powers or len(tombstones) > TOMBSTONE_LIMIT * len(order) or \
                 previous.derived.setdefault(FASTRP_POWERS_TAKEN, token) is not token:
             rows = None
     if rows is not None:
@@ -94,6 +98,8 @@ def fastrp_cache(snap: GraphSnapshot, previous: GraphSnapshot | None) -> FastRPC
     else:
         order, live, rows, tombstones = list(snap.node_ids), np.arange(snap.num_nodes), np.arange(snap.num_nodes), {}
         state, incremental = FastRPState.build(snap.adj), False
+    if not keep_powers:
+        state = state.without_powers()
     state_rows = np.empty(snap.num_nodes, dtype=np.int64)
     state_rows[rows[live]] = live
     cache = snap.derived[FASTRP_KEY] = FastRPCache(state, order, rows, tombstones, state_rows, incremental)

@@ -56,12 +56,21 @@ def index_items(rag, storage, data: dict) -> Iterator[tuple[EmbeddingIndex, str,
                 yield state.fact_index, fact_id(fact), fact_text(fact)
 
 
-def warm_snapshot(snapshot: GraphSnapshot, base: GraphSnapshot | None) -> None:
-    """The cheap per-snapshot caches the prism mode reads (FastRP updated from ``base`` when it can be)."""
+def warm_snapshot(snapshot: GraphSnapshot, base: GraphSnapshot | None, keep_powers: bool = True) -> None:
+    """The cheap per-snapshot caches the prism mode reads (FastRP updated from ``base`` when it can be; without the
+    state an update needs unless ``keep_powers``)."""
     entity_num_chunks(snapshot)
     name_keys(snapshot, base)
     if snapshot.adj.nnz:
-        fastrp_cache(snapshot, base)
+        fastrp_cache(snapshot, base, keep_powers)
+
+
+def changes_graph(rag) -> bool:
+    """Whether ``rag`` has changed the graph in this process (inserted, deleted, edited, merged: its seam was
+    active, ``seam.py``); a duck-typed instance without a seam counts as one that does. Only such a process keeps
+    what an incremental update of the views needs (FastRP's powers)."""
+    seam = rag.__dict__.get("prism_seam")
+    return seam is None or seam.changes_graph
 
 
 def pin_descriptions(rag, snapshot: GraphSnapshot) -> None:
@@ -89,7 +98,7 @@ async def prepare_views(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None
             # FastRP and the other structural caches need only the graph: computed in a thread meanwhile.
             await asyncio.gather(passages_then_chunks(rag, snapshot, base), fact_view(rag, snapshot, base),
                                  entity_matrix(rag, snapshot, base), relation_matrix(rag, snapshot, base),
-                                 asyncio.to_thread(warm_snapshot, snapshot, base),
+                                 asyncio.to_thread(warm_snapshot, snapshot, base, changes_graph(rag)),
                                  asyncio.to_thread(pin_descriptions, rag, snapshot))
         snapshot.derived[VIEWS_READY] = True
 
