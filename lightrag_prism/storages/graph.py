@@ -6,8 +6,8 @@ journaled (``register_files``), else rewrites the file whole (``graphml.write_gr
 networkx's writer; the same graph reads back). The write methods note the nodes and edges they change, so a flush
 compares only those.
 
-Private coupling (in the symbol registry): ``_get_graph``, ``_gate`` (the commit gate LightRAG closes while a
-worker thread serialises the graph), ``_graph`` and ``_graphml_xml_file``.
+Private coupling: ``_get_graph`` and ``_gate`` (the commit gate LightRAG closes while a worker thread serialises the
+graph; both in the symbol registry with the write methods overridden here), ``_graph`` and ``_graphml_xml_file``.
 """
 
 from __future__ import annotations

@@ -125,7 +125,7 @@ class JournaledJsonStore:
 
     async def index_done_callback(self) -> None:
         from lightrag.kg.shared_storage import clear_all_update_flags
-        from lightrag.utils import commit_in_storage_io, load_json
+        from lightrag.utils import commit_in_storage_io
 
         async with self._storage_lock:
             if not self.storage_updated.value:
@@ -138,11 +138,10 @@ class JournaledJsonStore:
 
             async def committed() -> None:
                 if sanitized and sanitized[-1]:  # LightRAG's writer cleaned a value: the shared dict follows
-                    cleaned = load_json(self._file_name)
-                    if cleaned is not None:
-                        self._data.clear()
-                        self._data.update(cleaned)
-                        self._after_load()
+                    cleaned = self._read_file()  # the file just rewritten whole (no journal): noted as saved
+                    self._data.clear()
+                    self._data.update(cleaned)
+                    self._after_load()
                 await clear_all_update_flags(self.namespace, workspace=self.workspace)
 
             await commit_in_storage_io(write, committed)

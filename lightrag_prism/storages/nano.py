@@ -5,8 +5,9 @@ another process wrote, and on ``drop``; :class:`PrismNanoVectorDBStorage` hands 
 :meth:`JournaledNanoVectorDB.adopt` (the client's class becomes the journaled one and its file's journal is
 replayed), and its save appends to the journal when the file is journaled (``register_files``).
 
-Private coupling (in the symbol registry): nano-vectordb's ``__storage`` dict (rows and matrix, updated in place),
-the storage's ``_client``, ``_client_file_name``, ``_save_to_disk_locked`` and ``_reload_client_from_disk_locked``.
+Private coupling: the storage's ``_save_to_disk_locked`` and ``_reload_client_from_disk_locked`` (overridden, in the
+symbol registry with nano-vectordb's ``upsert``, ``delete``, ``get`` and ``save``), its ``_client`` and
+``_client_file_name``, and nano-vectordb's ``__storage`` dict (rows and matrix, updated in place).
 """
 
 from __future__ import annotations

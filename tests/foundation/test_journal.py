@@ -557,3 +557,23 @@ def test_a_value_json_cannot_hold_makes_the_flush_a_whole_sanitising_rewrite(reg
     assert kv_write({"a": {"v": "x"}, "b": {"v": "bad\ud800"}}, state.file_name) is True
     assert load_json(state.file_name) == {"a": {"v": "x"}, "b": {"v": "bad"}}
     assert not os.path.exists(journal.journal_path(state.file_name))
+
+
+def test_a_stores_sanitising_flush_reloads_the_shared_dict_and_notes_the_file(registered, tmp_path):
+    """PrismJsonKVStorage's flush of a value JSON cannot hold: LightRAG's writer cleans it, the shared dict takes the
+    cleaned file, and the next flush appends again (the file is noted as saved)."""
+    async def run():
+        storage = kv_storage(tmp_path, "text_chunks", "san")
+        state = registered("san/kv_store_text_chunks.json")
+        await storage.initialize()
+        await storage.upsert({"a": {"content": "fine"}})
+        await storage.index_done_callback()
+        await storage.upsert({"b": {"content": "bad\ud800"}})
+        await storage.index_done_callback()
+        assert storage._data["b"]["content"] == "bad" and load_json(state.file_name) == dict(storage._data)
+        appends = state.appends
+        await storage.upsert({"c": {"content": "more"}})
+        await storage.index_done_callback()
+        assert state.appends == appends + 1 and load_json(state.file_name) == dict(storage._data)
+
+    asyncio.run(run())
