@@ -200,17 +200,19 @@ async def test_fastrp_is_cached_and_updated_incrementally_when_the_graph_grows(r
     assert len(threads) == 1 and threads[0].startswith("prism-fastrp")
 
 
+def chain_node(name):
+    return {"id": name, "entity_type": "person", "description": name, "source_id": "c1"}
+
+
+def chain_edge(a, b):
+    return {"source": a, "target": b, "weight": 1.0, "description": f"{a} knows {b}", "keywords": "knows",
+            "source_id": "c1"}
+
+
 async def test_fastrp_of_a_second_successor_of_one_snapshot_is_built_not_updated_from_powers_written_over():
-    def node(name):
-        return {"id": name, "entity_type": "person", "description": name, "source_id": "c1"}
-
-    def edge(a, b):
-        return {"source": a, "target": b, "weight": 1.0, "description": f"{a} knows {b}", "keywords": "knows",
-                "source_id": "c1"}
-
     names = [f"N{i}" for i in range(12)]
     pairs = [(names[i], names[i + 1]) for i in range(11)] + [("N0", "N5"), ("N3", "N9")]
-    base = build_snapshot([node(n) for n in names], [edge(a, b) for a, b in pairs])
+    base = build_snapshot([chain_node(n) for n in names], [chain_edge(a, b) for a, b in pairs])
     fastrp_view.fastrp_cache(base, None)
     first = patch_snapshot(base, {}, {("N0", "N5"): None}, version=1)  # each drops one edge of ``base``
     second = patch_snapshot(base, {}, {("N3", "N9"): None}, version=2)
@@ -421,23 +423,16 @@ async def test_a_thin_graph_ranks_the_passages_by_the_bm25_dense_fusion(rag, mod
 
 
 async def test_a_state_without_powers_scores_as_the_full_state_and_its_successor_is_built_whole():
-    def node(name):
-        return {"id": name, "entity_type": "person", "description": name, "source_id": "c1"}
-
-    def edge(a, b):
-        return {"source": a, "target": b, "weight": 1.0, "description": f"{a} knows {b}", "keywords": "knows",
-                "source_id": "c1"}
-
     names = [f"N{i}" for i in range(12)]
     pairs = [(names[i], names[i + 1]) for i in range(11)] + [("N0", "N5")]
-    base = build_snapshot([node(n) for n in names], [edge(a, b) for a, b in pairs])
+    base = build_snapshot([chain_node(n) for n in names], [chain_edge(a, b) for a, b in pairs])
     light = fastrp_view.fastrp_cache(base, None, keep_powers=False)
     full = FastRPState.build(base.adj)
     assert light.state.powers == () and full.powers
     assert np.array_equal(light.state.embedding, full.embedding)
     with pytest.raises(ValueError, match="no powers"):
         light.state.update(base.adj)
-    grown = patch_snapshot(base, {}, {("N3", "N9"): edge("N3", "N9")}, version=1)
+    grown = patch_snapshot(base, {}, {("N3", "N9"): chain_edge("N3", "N9")}, version=1)
     cache = fastrp_view.fastrp_cache(grown, base)
     assert not cache.incremental and cache.state.powers  # built whole, and it keeps its powers by default
     assert np.array_equal(cache.embedding, FastRPState.build(grown.adj).embedding)
