@@ -307,6 +307,7 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
         """After this instance changed the graph through its storage: the next query's snapshot is patched with
         the change, and the new graph version is published to other processes. Had another process changed the
         graph since this one last looked, the next snapshot reads everything (a patch would not show that)."""
+        self.prism_seam.changes_graph = True  # from now on the views keep what incremental updates need
         self._snapshots.invalidate()
         try:
             foreign = await self.version_watcher.local_change()

@@ -45,15 +45,15 @@ class PrismSeam:
         self.prefetch: Any = None  # embedding prefetch of the query indexes (insert/prefetch.py)
         self.flushes: dict = {}  # the storages' paced flushes (insert/group_commit.py)
         self.views: dict = {}  # the query views' state (retrievers/views/passage_graph.py: indexes, synonyms)
-        # Set by the first insert or graph change in this process: from then on the views keep what incremental
-        # updates need (FastRP's powers); a process that only queries does without (retrievers/views/fastrp.py).
+        # Set by the instance's first change of the graph (PrismRAG.publish_graph_change): from then on the views
+        # keep what incremental updates need (FastRP's powers); a process that only queries, or whose pipeline
+        # runs found nothing to do, does without (retrievers/views/fastrp.py).
         self.changes_graph = False
 
     @contextmanager
     def active(self):
         """Around an insert or a deletion: the wrappers of stages that get no config (the extraction-text
         normalisers, ``patches/normalize_memo.py``) serve this run, and the tasks it starts."""
-        self.changes_graph = True
         with patches.seam_active(self):
             yield
 

@@ -103,31 +103,34 @@ class PrismNetworkXStorage(NetworkXStorage):
         journal.remove_journal(self._graphml_xml_file)
         return await super().drop()
 
-    # --- writes, noting what they change (taken before the call: a removal takes its edges along) ---
+    # --- writes, noting what they change (a removal also its edges: read from the graph before the call) ---
 
-    async def _noting(self, keys_of, write, *args):
+    async def _noting(self, keys, write, *args):
+        """``await write(*args)``, then ``keys`` noted for the journal; ``keys`` is a list, or for a removal a
+        function of the graph (called before the write, and only when the file is journaled)."""
         file_name = self._graphml_xml_file
-        keys = keys_of(await self._get_graph()) if journal.registered(file_name) else ()
+        if not journal.registered(file_name):
+            return await write(*args)
+        if callable(keys):
+            keys = keys(await self._get_graph())
         try:
             return await write(*args)
         finally:
-            if keys:
-                journal.touch(file_name, keys)
+            journal.touch(file_name, keys)
 
     async def upsert_node(self, node_id: str, node_data: dict[str, str]) -> None:
-        return await self._noting(lambda graph: _node_keys([node_id]), super().upsert_node, node_id, node_data)
+        return await self._noting(_node_keys([node_id]), super().upsert_node, node_id, node_data)
 
     async def upsert_nodes_batch(self, nodes: list[tuple[str, dict[str, str]]]) -> None:
-        return await self._noting(lambda graph: _node_keys([node for node, _ in nodes]),
-                                  super().upsert_nodes_batch, nodes)
+        return await self._noting(_node_keys([node for node, _ in nodes]), super().upsert_nodes_batch, nodes)
 
     async def upsert_edge(self, source_node_id: str, target_node_id: str, edge_data: dict[str, str]) -> None:
-        return await self._noting(lambda graph: _edge_keys([(source_node_id, target_node_id)]),
-                                  super().upsert_edge, source_node_id, target_node_id, edge_data)
+        return await self._noting(_edge_keys([(source_node_id, target_node_id)]), super().upsert_edge,
+                                  source_node_id, target_node_id, edge_data)
 
     async def upsert_edges_batch(self, edges: list[tuple[str, str, dict[str, str]]]) -> None:
-        return await self._noting(lambda graph: _edge_keys([(src, tgt) for src, tgt, _ in edges]),
-                                  super().upsert_edges_batch, edges)
+        return await self._noting(_edge_keys([(src, tgt) for src, tgt, _ in edges]), super().upsert_edges_batch,
+                                  edges)
 
     async def delete_node(self, node_id: str) -> None:
         return await self._noting(lambda graph: _removed_node_keys(graph, [node_id]), super().delete_node, node_id)
@@ -138,5 +141,4 @@ class PrismNetworkXStorage(NetworkXStorage):
 
     async def remove_edges(self, edges: list[tuple[str, str]]):
         edges = list(edges)
-        return await self._noting(lambda graph: [journal.edge_touch(src, tgt) for src, tgt in edges],
-                                  super().remove_edges, edges)
+        return await self._noting([journal.edge_touch(src, tgt) for src, tgt in edges], super().remove_edges, edges)

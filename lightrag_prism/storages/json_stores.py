@@ -15,13 +15,9 @@ are ``JsonKVStorage.initialize``/``index_done_callback`` with the file read and 
 from __future__ import annotations
 
 import contextlib
-import math
 from typing import Any
 
 from lightrag_prism import journal
-
-_PLAIN = (str, int, bool, type(None))
-
 
 def write_json_fast(json_obj, file_name: str) -> bool:
     """``lightrag.utils.write_json(json_obj, file_name)`` by orjson: the same bytes, about 20 times faster.
@@ -68,18 +64,6 @@ def write_journaled(data: dict, file_name: str, kind) -> bool:
     else:
         journal.flush(state, kind, data, whole)
     return bool(sanitized and sanitized[-1])
-
-
-def plain_rows(rows) -> bool:
-    """True when every row is a dict of strings, integers, booleans, None or finite floats (orjson and json then
-    write the same values)."""
-    for row in rows:
-        if type(row) is not dict:
-            return False
-        for value in row.values():
-            if not isinstance(value, _PLAIN) and not (type(value) is float and math.isfinite(value)):
-                return False
-    return True
 
 
 def named_keys(ids) -> list | None:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from functools import partial
 
+import math
+
 import numpy as np
 from lightrag.kg.nano_vector_db_impl import NanoVectorDBStorage
 from nano_vectordb import NanoVectorDB
@@ -21,11 +23,22 @@ from nano_vectordb.dbs import Float, array_to_buffer_string, f_ID, f_VECTOR, has
 
 from lightrag_prism import journal
 
-from .json_stores import plain_rows
-
 _NANO_STORAGE = "_NanoVectorDB__storage"
 GROWTH = 1.25  # spare rows allocated when a vector store's matrix grows (amortised appends)
 FEW_IDS_SHARE = 8  # a vector store's get of up to 1/8 of its rows uses the id -> row index; more, one pass
+_PLAIN = (str, int, bool, type(None))
+
+
+def plain_rows(rows) -> bool:
+    """True when every row is a dict of strings, integers, booleans, None or finite floats (orjson and json then
+    write the same values)."""
+    for row in rows:
+        if type(row) is not dict:
+            return False
+        for value in row.values():
+            if not isinstance(value, _PLAIN) and not (type(value) is float and math.isfinite(value)):
+                return False
+    return True
 
 
 class JournaledNanoVectorDB(NanoVectorDB):
@@ -50,10 +63,15 @@ class JournaledNanoVectorDB(NanoVectorDB):
         client._after_load()
         return client
 
+    @property
+    def rows_and_matrix(self) -> dict:
+        """nano-vectordb's private storage dict: ``data`` (the rows) and ``matrix``, updated in place here."""
+        return getattr(self, _NANO_STORAGE)
+
     def _after_load(self) -> None:
         self._prism_buffer = None
         self._prism_rows = None
-        journal.replay(self.storage_file, self.rows_kind, getattr(self, _NANO_STORAGE))
+        journal.replay(self.storage_file, self.rows_kind, self.rows_and_matrix)
 
     def save(self):
         """nano-vectordb's save through orjson when the rows are plain: the same JSON value without the spaces
@@ -61,7 +79,7 @@ class JournaledNanoVectorDB(NanoVectorDB):
         pure-Python encoder). Other rows: nano-vectordb's own."""
         import orjson
 
-        storage = getattr(self, _NANO_STORAGE)
+        storage = self.rows_and_matrix
         if not plain_rows(storage.get("data", ())):
             return super().save()
         try:
@@ -74,14 +92,14 @@ class JournaledNanoVectorDB(NanoVectorDB):
     def _cached_row_of(self) -> dict | None:
         """The id -> row index kept for the current row list, or None when the row list is another list or
         another length (a reload, a stock write); ``upsert`` and ``delete`` below keep it current."""
-        data, cached = getattr(self, _NANO_STORAGE)["data"], self._prism_rows
+        data, cached = self.rows_and_matrix["data"], self._prism_rows
         return cached[2] if cached is not None and cached[0] is data and cached[1] == len(data) else None
 
     def _row_of(self) -> dict:
         """id -> row index, rebuilt over every row when not current."""
         row_of = self._cached_row_of()
         if row_of is None:
-            data = getattr(self, _NANO_STORAGE)["data"]
+            data = self.rows_and_matrix["data"]
             row_of = {row[f_ID]: i for i, row in enumerate(data)}
             self._prism_rows = (data, len(data), row_of)
         return row_of
@@ -90,7 +108,7 @@ class JournaledNanoVectorDB(NanoVectorDB):
         """The id -> row index if it is current and every id is on one row, else None (never rebuilt here:
         the journal's flush calls this from the storage-IO thread)."""
         row_of = self._cached_row_of()
-        return row_of if row_of is not None and len(row_of) == len(getattr(self, _NANO_STORAGE)["data"]) else None
+        return row_of if row_of is not None and len(row_of) == len(self.rows_and_matrix["data"]) else None
 
     def get(self, ids):
         """nano-vectordb's get (the same rows in the same order), a few ids found through the id -> row index: a
@@ -101,7 +119,7 @@ class JournaledNanoVectorDB(NanoVectorDB):
             wanted = set(ids)
         except TypeError:
             return super().get(ids)
-        data = getattr(self, _NANO_STORAGE)["data"]
+        data = self.rows_and_matrix["data"]
         row_of = self._row_of() if len(wanted) * FEW_IDS_SHARE <= len(data) else None
         if row_of is None or len(row_of) != len(data):
             return [row for row in data if row[f_ID] in wanted]
@@ -110,7 +128,7 @@ class JournaledNanoVectorDB(NanoVectorDB):
     def upsert(self, datas):
         ids = [data[f_ID] if f_ID in data else hash_ndarray(data[f_VECTOR]) for data in datas]  # as upsert does
         try:
-            storage = getattr(self, _NANO_STORAGE)
+            storage = self.rows_and_matrix
             if self.metric != "cosine":
                 return super().upsert(datas)
             row_of = self._row_of()
@@ -159,7 +177,7 @@ class JournaledNanoVectorDB(NanoVectorDB):
         Python's young collections walked its 60,000 entries until it aged."""
         ids = list(ids)
         try:
-            storage = getattr(self, _NANO_STORAGE)
+            storage = self.rows_and_matrix
             data, matrix, row_of = storage["data"], storage["matrix"], self._row_of()
             if len(row_of) != len(data) or not matrix.flags.writeable:  # an id on two rows; a read-only load
                 return super().delete(ids)
@@ -231,5 +249,5 @@ class PrismNanoVectorDBStorage(NanoVectorDBStorage):
         # the flush finds the changed rows through the store's id -> row index (held current under the storage
         # lock, which this save holds) instead of a pass over every row
         kind = JournaledNanoVectorDB.rows_kind.with_index(client.current_row_index)
-        await commit_in_storage_io(partial(journal.flush, state, kind, getattr(client, _NANO_STORAGE), whole),
+        await commit_in_storage_io(partial(journal.flush, state, kind, client.rows_and_matrix, whole),
                                    on_committed)

@@ -7,7 +7,7 @@ from lightrag_prism import journal
 from ..plugin_state import find_plugin_state
 from .graph import PrismNetworkXStorage
 from .json_stores import JournaledJsonStore
-from .nano import _NANO_STORAGE, JournaledNanoVectorDB, PrismNanoVectorDBStorage
+from .nano import JournaledNanoVectorDB, PrismNanoVectorDBStorage
 
 
 def register_files(rag) -> list[journal.FileState]:
@@ -25,7 +25,7 @@ def register_files(rag) -> list[journal.FileState]:
             states.append(journal.register(storage._client_file_name))
             client = storage._client
             if isinstance(client, JournaledNanoVectorDB):
-                journal.adopt(states[-1], client.rows_kind, getattr(client, _NANO_STORAGE))
+                journal.adopt(states[-1], client.rows_kind, client.rows_and_matrix)
         elif isinstance(storage, PrismNetworkXStorage):
             states.append(journal.register(storage._graphml_xml_file))
             if storage._graph is not None:  # loaded when the storage was constructed

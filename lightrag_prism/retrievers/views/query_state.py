@@ -66,8 +66,8 @@ def warm_snapshot(snapshot: GraphSnapshot, base: GraphSnapshot | None, keep_powe
 
 
 def changes_graph(rag) -> bool:
-    """Whether ``rag`` has changed the graph in this process (inserted, deleted, edited, merged: its seam was
-    active, ``seam.py``); a duck-typed instance without a seam counts as one that does. Only such a process keeps
+    """Whether ``rag`` has changed the graph in this process (inserted, deleted, edited, merged: it published a
+    graph change, ``seam.py``); a duck-typed instance without a seam counts as one that does. Only such a process keeps
     what an incremental update of the views needs (FastRP's powers)."""
     seam = rag.__dict__.get("prism_seam")
     return seam is None or seam.changes_graph
