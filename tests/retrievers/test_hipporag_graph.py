@@ -12,7 +12,8 @@ from lightrag_prism.graph import knn
 from lightrag_prism.plugin_state import plugin_state
 from lightrag_prism.retrievers.views.facts import fact_view, orient, predicate_of, snapshot_facts
 from lightrag_prism.retrievers.views import passage_graph as hippo_graph
-from lightrag_prism.retrievers.views.passage_graph import SynonymState, hippo_state, hipporag_graph, synonym_eligible
+from lightrag_prism.retrievers.views.passage_graph import (SynonymState, hippo_state, hipporag_graph, synonym_eligible,
+                                                           variant_key)
 from lightrag_prism.snapshot import patch_snapshot
 from lightrag_prism.retrievers.views.index import EmbeddingIndex
 from tests.helpers import offline_tokenizer
@@ -138,12 +139,13 @@ def test_synonym_updates_through_random_changes_equal_a_fresh_state():
     state told which names went and came), and only names not seen in the last update query the kNN."""
     rng = np.random.default_rng(7)
     pool = [f"name {i:03d}" for i in range(120)] + ["ab", "x", "東京"]  # two too short for synonyms
+    pool += ["The name 000", "name 001 function", "NAME 002"]  # variants of names in the pool
     base = rng.normal(size=(len(pool) // 3 + 1, 16))
     vectors = {}
     for i, name in enumerate(pool):  # groups of three near copies, so pairs above 0.8 exist
         v = base[i // 3] + 0.25 * rng.normal(size=16)
         vectors[name] = v / np.linalg.norm(v)
-    state, told, previous = SynonymState(), SynonymState(), set()
+    state, told, previous, most_pairs = SynonymState(), SynonymState(), set(), 0
     for step in range(40):
         names = sorted(rng.choice(pool, size=int(rng.integers(10, len(pool))), replace=False).tolist())
         before = state.knn_queries
@@ -157,8 +159,27 @@ def test_synonym_updates_through_random_changes_equal_a_fresh_state():
         assert all(abs(state.pairs[p] - fresh.pairs[p]) < 1e-6 for p in fresh.pairs)
         assert state.seen == set(names) and state.eligible == {n for n in names if synonym_eligible(n)}
         assert state.knn_queries - before == len({n for n in names if synonym_eligible(n)} - previous)
-        previous = set(names)
-    assert len(fresh.pairs) > 10
+        previous, most_pairs = set(names), max(most_pairs, len(fresh.pairs))
+        assert all(fresh.pairs[p] == 1.0 for p in [("NAME 002", "name 002"), ("The name 000", "name 000")]
+                   if p in fresh.pairs)
+    assert most_pairs > 10
+
+
+def test_name_variants_are_one_key_and_synonyms_of_weight_one():
+    same = [("Response", "Response object", "pkg.client.Response", "the Response"),
+            ("The Old Ropeworks", "Old Ropeworks"), ("--data-checksums", "data-checksums"),
+            ("make_widget()", "make_widget"), ("FooError exceptions", "FooError")]
+    for names in same:
+        assert len({variant_key(n) for n in names}) == 1, names
+    # a file name keeps its suffix; proper names ending in a kind-like word and short or empty keys stay apart
+    assert variant_key("postgresql.conf") == "postgresql.conf" and variant_key("Apollo program") != "apollo"
+    assert variant_key("U.S.") == "" and variant_key("options") == "" and variant_key("x.y") == ""
+    state = SynonymState()
+    names = ["Response", "Response object", "Request"]
+    state.update(names, np.eye(3))  # orthogonal name vectors: no pair by the kNN
+    assert state.pairs == {("Response", "Response object"): 1.0}
+    state.update(names[1:] + ["pkg.client.Response"], np.eye(3))
+    assert state.pairs == {("Response object", "pkg.client.Response"): 1.0}
 
 
 def test_synonym_eligibility_is_unicode_aware():

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import re
 import logging
 import time
 import unicodedata
@@ -67,6 +68,33 @@ async def embed_in_batches(rag, texts: list[str]) -> np.ndarray:
     return np.concatenate([np.asarray(p, dtype=np.float32) for p in parts])
 
 
+#: A trailing word saying what kind of thing a code name is ("the Response object", "FooError exceptions"). Not
+#: words that end proper names in prose ("Apollo program", "Nimitz class", "Periodic table").
+KIND_WORDS = frozenset({"object", "objects", "exception", "exceptions", "function", "functions", "method", "methods",
+                        "module", "modules", "command", "commands", "parameter", "parameters", "setting", "settings",
+                        "option", "options", "variable", "variables", "attribute", "attributes"})
+#: "postgresql.conf" is a file name, not the ``conf`` of a dotted path.
+FILE_SUFFIXES = frozenset({"conf", "py", "json", "yaml", "yml", "txt", "md", "html", "cfg", "ini", "toml", "sql",
+                           "sh", "xml", "csv", "log"})
+_LEADING_ARTICLE = re.compile(r"^(?:the|a|an)\s+")
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def variant_key(name: str) -> str:
+    """What a name is without the ways one text writes it and another does not: case, a leading article, a trailing
+    kind word, a dotted path ("pkg.client.Response" -> "response"), call parentheses and CLI dashes. Names sharing
+    a key are joined by a synonym edge of weight 1. Empty for names too short to say anything
+    (:func:`synonym_eligible`) and for a kind word alone."""
+    words = _LEADING_ARTICLE.sub("", " ".join(name.casefold().split())).split(" ")
+    if len(words) > 1 and words[-1] in KIND_WORDS:
+        words = words[:-1]
+    key = " ".join(words).removesuffix("()").lstrip("-")
+    if " " not in key and "." in key.strip("."):
+        last = key.strip(".").rpartition(".")[2]
+        key = key if last in FILE_SUFFIXES else last
+    return key if synonym_eligible(key) and key not in KIND_WORDS else ""
+
+
 @dataclass
 class SynonymState:
     """Synonym pairs keyed by entity names, carried from one snapshot to the next."""
@@ -77,6 +105,7 @@ class SynonymState:
     knn_queries: int = 0  # entities that have queried the kNN so far (incrementality is tested on this)
     token: object = field(default_factory=object)  # new at each update: a view records the one it was made at
     added: bool = False  # the last update added pairs (else it only dropped the pairs of names gone)
+    variants: dict[str, set[str]] = field(default_factory=dict)  # variant_key -> the seen names sharing it
 
     def update(self, names: list[str], vectors, changed: tuple[list[str], list[str]] | None = None) -> None:
         """Bring the pairs up to date with entity ``names``; ``vectors[rows]`` gives the unit vectors of the names
@@ -94,6 +123,9 @@ class SynonymState:
             self.pairs = {p: w for p, w in self.pairs.items() if p[0] not in gone and p[1] not in gone}
             self.seen -= gone
             self.eligible -= gone
+            for name in gone:
+                self.variants.get(variant_key(name), set()).discard(name)
+        self._pair_variants(came)
         new_eligible = {n for n in came if synonym_eligible(n)}
         self.eligible |= new_eligible
         self.seen |= came
@@ -112,7 +144,21 @@ class SynonymState:
         qi, slot = np.nonzero(idx >= 0)
         for q, c, w in zip(query_rows[qi].tolist(), corpus_rows[idx[qi, slot]].tolist(), sim[qi, slot].tolist()):
             a, b = names[q], names[c]
-            self.pairs[(a, b) if a < b else (b, a)] = float(w)
+            key = (a, b) if a < b else (b, a)
+            self.pairs[key] = max(float(w), self.pairs.get(key, 0.0))  # a variant pair keeps its weight
+
+    def _pair_variants(self, came: set[str]) -> None:
+        """Pairs of weight 1 between each new name and the seen names written differently for the same thing
+        (:func:`variant_key`: "Response", "Response object", "pkg.client.Response"; "The Old Ropeworks")."""
+        for name in sorted(came):
+            key = variant_key(name)
+            if not key:
+                continue
+            group = self.variants.setdefault(key, set())
+            for other in group:
+                self.pairs[(name, other) if name < other else (other, name)] = 1.0
+                self.added = True
+            group.add(name)
 
 
 NAME_INDEX, FACT_INDEX = "hipporag_entity_names", "hipporag_facts"  # their names in the vector store
