@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import re
 import logging
+import re
 import time
 import unicodedata
 from dataclasses import dataclass, field
@@ -105,7 +105,7 @@ class SynonymState:
     knn_queries: int = 0  # entities that have queried the kNN so far (incrementality is tested on this)
     token: object = field(default_factory=object)  # new at each update: a view records the one it was made at
     added: bool = False  # the last update added pairs (else it only dropped the pairs of names gone)
-    variants: dict[str, set[str]] = field(default_factory=dict)  # variant_key -> the seen names sharing it
+    variants: dict[str, list[str]] = field(default_factory=dict)  # variant_key -> the seen names sharing it
 
     def update(self, names: list[str], vectors, changed: tuple[list[str], list[str]] | None = None) -> None:
         """Bring the pairs up to date with entity ``names``; ``vectors[rows]`` gives the unit vectors of the names
@@ -124,7 +124,9 @@ class SynonymState:
             self.seen -= gone
             self.eligible -= gone
             for name in gone:
-                self.variants.get(variant_key(name), set()).discard(name)
+                group = self.variants.get(variant_key(name), [])
+                if name in group:
+                    group.remove(name)
         self._pair_variants(came)
         new_eligible = {n for n in came if synonym_eligible(n)}
         self.eligible |= new_eligible
@@ -154,11 +156,11 @@ class SynonymState:
             key = variant_key(name)
             if not key:
                 continue
-            group = self.variants.setdefault(key, set())
+            group = self.variants.setdefault(key, [])  # a list: one per name, and most hold one
             for other in group:
                 self.pairs[(name, other) if name < other else (other, name)] = 1.0
                 self.added = True
-            group.add(name)
+            group.append(name)
 
 
 NAME_INDEX, FACT_INDEX = "hipporag_entity_names", "hipporag_facts"  # their names in the vector store
