@@ -18,6 +18,8 @@ from lightrag.utils import compute_mdhash_id
 
 from .snapshot import GraphSnapshot, rows_from
 
+RELATION_VECTORS = "relation_vectors"  # in ``snapshot.derived``
+
 
 def entity_vdb_id(name: str) -> str:
     return compute_mdhash_id(name, prefix="ent-")
@@ -102,14 +104,14 @@ async def entity_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None
 
 async def relation_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None = None) -> np.ndarray:
     """(E, d) relation vectors aligned with the snapshot's edges (unchanged relations carried from ``base``)."""
-    if "relation_vectors" not in snapshot.derived:
+    if RELATION_VECTORS not in snapshot.derived:
         def item(e: int) -> tuple[str, str]:
             (src, tgt), data = snapshot.edge_key(e), snapshot.edge_data[e]
             return relation_vdb_id(src, tgt), f"{data.get('keywords', '')}\t{src}\n{tgt}\n{data.get('description', '')}"
 
-        snapshot.derived["relation_vectors"] = await vectors_carrying(
-            rag, rag.relationships_vdb, *_unchanged(snapshot, base, "relation_vectors", 1), item)
-    return snapshot.derived["relation_vectors"]
+        snapshot.derived[RELATION_VECTORS] = await vectors_carrying(
+            rag, rag.relationships_vdb, *_unchanged(snapshot, base, RELATION_VECTORS, 1), item)
+    return snapshot.derived[RELATION_VECTORS]
 
 
 async def chunk_records(rag, ids: list[str], fields: tuple[str, ...]) -> list[dict | None]:

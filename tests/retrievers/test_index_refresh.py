@@ -74,13 +74,19 @@ async def test_a_small_insert_reads_only_its_own_rows_and_matches_a_fresh_build(
     from lightrag_prism.retrievers.views.facts import fact_view, snapshot_facts
     from lightrag_prism.retrievers.views.passage_graph import hipporag_graph
     from lightrag_prism.snapshot import snapshot_from_storage
-    from lightrag_prism.vectors import chunk_matrix, entity_matrix, relation_matrix
+    from lightrag_prism.vectors import RELATION_VECTORS, chunk_matrix, entity_matrix, relation_matrix
 
     rag = await _rag(tmp_path)
     try:
         await rag.ainsert([FIRST, SECOND, "Dana Reyes teaches physics at Lakeside College."], ids=["a", "b", "c"])
         before = await rag.graph_snapshot()
         texts_before = {f"{n}\n{d.get('description', '')}" for n, d in zip(before.node_ids, before.node_data)}
+        # LightRAG's relation vectors are prepared only once a query of the process has read them (fidelis does)
+        for mode in ("prism", "hipporag", "naive"):
+            await rag.aquery_data("Who teaches physics?", QueryParam(mode=mode))
+        assert RELATION_VECTORS not in before.derived
+        await rag.aquery_data("Who teaches physics?", QueryParam(mode="fidelis"))
+        assert RELATION_VECTORS in before.derived
         reads = _count_vector_reads(rag)
         await rag.ainsert("Evan Holt repairs boats in Townsville.", ids=["d"])  # prepares the views incrementally
         after = await rag.graph_snapshot()

@@ -27,7 +27,7 @@ import logging
 from typing import Iterator
 
 from ...snapshot import GraphSnapshot
-from ...vectors import adopt_chunk_matrix, chunk_matrix, entity_matrix, relation_matrix
+from ...vectors import RELATION_VECTORS, adopt_chunk_matrix, chunk_matrix, entity_matrix, relation_matrix
 from .facts import fact_id, fact_text, fact_view, orient, predicate_of
 from .fastrp import fastrp_cache
 from .index import EmbeddingIndex
@@ -85,10 +85,11 @@ VIEWS_READY, VIEWS_LOCK = "query_views_ready", "query_views_lock"
 
 
 async def prepare_views(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None) -> None:
-    """Every view of ``snapshot`` the hipporag, prism and fidelis modes read, cached on it; what is unchanged since
-    ``base`` (the snapshot it replaces) is carried over, not read again: vectors of unchanged entities, relations
-    and passages (``vectors.py``), the name and fact indexes (``views/index.py``), synonyms and FastRP. The
-    tokens of the graph's descriptions are pinned in the tokenizer meanwhile (:func:`pin_descriptions`)."""
+    """Every view of ``snapshot`` the hipporag, prism and fidelis modes read, cached on it (LightRAG's relation
+    vectors only once a query has read them, see below); what is unchanged since ``base`` (the snapshot it replaces)
+    is carried over, not read again: vectors of unchanged entities, relations and passages (``vectors.py``), the
+    name and fact indexes (``views/index.py``), synonyms and FastRP. The tokens of the graph's descriptions are
+    pinned in the tokenizer meanwhile (:func:`pin_descriptions`)."""
     async with snapshot.derived.setdefault(VIEWS_LOCK, asyncio.Lock()):
         if snapshot.derived.get(VIEWS_READY):
             return
@@ -96,8 +97,13 @@ async def prepare_views(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None
         # Names and facts in one flush of the vector cache, which the query does not wait for.
         async with store.one_flush(behind=True) if store is not None else contextlib.nullcontext():
             # FastRP and the other structural caches need only the graph: computed in a thread meanwhile.
+            # LightRAG's relation vectors serve fidelis and the perspective knobs of the stock modes only (prism
+            # scores relations by their fact texts): carried once a query of this process read them, else left
+            # to the first such query (a copy of the relation store's vectors: 19 KB per passage on MuSiQue).
+            read_before = base is not None and RELATION_VECTORS in base.derived
+            relations = [relation_matrix(rag, snapshot, base)] if read_before else []
             await asyncio.gather(passages_then_chunks(rag, snapshot, base), fact_view(rag, snapshot, base),
-                                 entity_matrix(rag, snapshot, base), relation_matrix(rag, snapshot, base),
+                                 entity_matrix(rag, snapshot, base), *relations,
                                  asyncio.to_thread(warm_snapshot, snapshot, base, changes_graph(rag)),
                                  asyncio.to_thread(pin_descriptions, rag, snapshot))
         snapshot.derived[VIEWS_READY] = True
