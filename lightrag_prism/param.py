@@ -76,6 +76,9 @@ class PrismQueryParam(QueryParam):
     # prism and hipporag: the dense head's passages after the first are picked by maximal marginal relevance,
     # dense score - dense_head_novelty x cosine to the head so far (0 = dense order; docs/prism.md, "The head")
     dense_head_novelty: float = 0.3
+    # prism and hipporag: rank 2 goes to the best ranked of the first bridge_pool passages whose title names an
+    # entity the first passage names and the question does not (its second hop); 0 = off (docs/prism.md, "The bridge")
+    bridge_pool: int = 10
 
     # --- FiDeLiS (fidelis mode); defaults are the official code's ---
     topic_entities: list[str] = field(default_factory=list)

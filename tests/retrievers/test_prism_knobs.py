@@ -13,7 +13,8 @@ from lightrag_prism.retrievers.prism import mode as prism
                                          ("prism_passage_weight", "0.1"), ("ppr_damping", 1.0),
                                          ("prism_seed_phrases", -1), ("prism_seed_facts", 2.5),
                                          ("prism_head_seed_weight", -1.0), ("dense_head_novelty", -0.3),
-                                         ("dense_head_novelty", float("inf"))])
+                                         ("dense_head_novelty", float("inf")), ("bridge_pool", -1),
+                                         ("bridge_pool", 2.5)])
 def test_bad_prism_knobs_are_rejected_with_their_name(knob, value):
     with pytest.raises(ValueError, match=knob):
         QueryParam(mode="prism", **{knob: value})

@@ -32,8 +32,8 @@ from ...result import Retrieval, ScoredItem
 from ..views.facts import fact_view, minmax, top_facts
 from ..views.passage_graph import HippoGraph, hipporag_graph
 from ..views.passage_rank import PASSAGE_PPR_TOL, name_links, seed_vector
-from ..views.ranking import (MIN_KEPT_FACT_SCORE, dense_head, first_stage_found_by, fusion_items, passage_items,
-                             seed_weights, thin_graph)
+from ..views.ranking import (MIN_KEPT_FACT_SCORE, bridge_home, dense_head, first_stage_found_by, fusion_items,
+                             passage_items, seed_weights, thin_graph)
 from .filter import STEP, recognise
 
 KIND = "chunks"
@@ -85,6 +85,7 @@ async def retrieve(ctx) -> Retrieval:
             out.record_fallback("hipporag_ppr", "no fact survived and no entity named: first-stage ranking ("
                                 + "+".join(first_found_by) + ")")
             out.chunks = passage_items(graph, dense, k, first_found_by)
+        out.chunks = bridge_home(graph, snapshot, out.chunks, ctx.query, param.bridge_pool)
         meta.update(seeds=[], ranking="fusion" if thin else "dense", seconds=time.perf_counter() - started)
         return out
     kept_rows = rows[kept]
@@ -97,6 +98,7 @@ async def retrieve(ctx) -> Retrieval:
         passage_scores = rank_passages(graph, seeds, dense, param)
         head_above = 1.0 if param.hipporag_dense_head > 0 else np.inf  # PPR probabilities are <= 1
         out.chunks = passage_items(graph, passage_scores, k, ("ppr",), head_above, first_found_by)
+    out.chunks = bridge_home(graph, snapshot, out.chunks, ctx.query, param.bridge_pool)
     seed_rows = np.flatnonzero(seeds)
     seed_rows = seed_rows[np.argsort(-seeds[seed_rows], kind="stable")]
     named = set(linked.tolist())

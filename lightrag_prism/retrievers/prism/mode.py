@@ -31,8 +31,8 @@ from ..recognition import filter_retrieval
 from ..views import passage_rank as pr
 from ..views.facts import fact_view, rank_facts
 from ..views.passage_graph import HippoGraph, hipporag_graph
-from ..views.ranking import (MIN_KEPT_FACT_SCORE, dense_head, first_stage_found_by, fusion_items, passage_items,
-                             seed_weights, thin_graph)
+from ..views.ranking import (MIN_KEPT_FACT_SCORE, bridge_home, dense_head, first_stage_found_by, fusion_items,
+                             passage_items, seed_weights, thin_graph)
 
 KIND = "kg"
 # query.py hands LightRAG our entities/relations without source_id, so its chunk merge keeps our chunk order
@@ -263,6 +263,7 @@ async def retrieve(ctx) -> Retrieval:
         retrieval.chunks = _ranked_chunks(hippo, passage_scores["ppr"], dense, head_rows, param, "ppr")
     else:  # an empty graph: LightRAG answers "no results" for a KG mode without entities anyway
         retrieval.chunks = _ranked_chunks(hippo, dense, dense, head_rows, param, "dense")
+    retrieval.chunks = bridge_home(hippo, snap, retrieval.chunks, ctx.query, param.bridge_pool)
     if param.enable_recognition:
         await filter_retrieval(ctx, retrieval)
     return retrieval

@@ -39,6 +39,7 @@ from ...graph import knn
 from ...graph.ppr import Transition, transition_matrix
 from ...patches import pg_reads
 from ...plugin_state import find_plugin_state
+from ...prose import passage_title
 from ...snapshot import GraphSnapshot, node_moves
 from ...vectors import chunk_records, vectors_carrying
 from .index import EmbeddingIndex, IndexRows
@@ -245,6 +246,21 @@ class HippoGraph:
         dense = self.dense_scores(query_vector)
         return fused_scores(dense, self.lexical.scores(question), lexical_weight) if lexical_weight > 0 else dense
 
+    @functools.cached_property
+    def passage_row(self) -> dict[str, int]:
+        """Passage id -> row."""
+        return dict(zip(self.passage_ids, range(len(self.passage_ids))))
+
+    @functools.cached_property
+    def home_rows(self) -> dict[str, tuple[int, ...]]:
+        """:func:`variant_key` of a name -> the passages titled by it (a long section cut into several chunks gives
+        several)."""
+        homes: dict[str, list[int]] = {}
+        for row, data in enumerate(self.passage_data):
+            if data.get("home_of") and data["valid"]:
+                homes.setdefault(data["home_of"], []).append(row)
+        return {key: tuple(rows) for key, rows in homes.items()}
+
     def head_rows(self, dense: np.ndarray, head: int, novelty: float) -> np.ndarray:
         """The head passages (``passage_rank.dense_head_rows``) among the passages text_chunks still holds."""
         return dense_head_rows(np.where(self.passage_valid, dense, -np.inf), self.passage_vectors, head, novelty)
@@ -266,9 +282,14 @@ PASSAGE_FIELDS = ("content", "file_path")
 
 
 def _passage_data(record: dict | None) -> dict:
+    """A passage's text, file, whether text_chunks holds it, and the :func:`variant_key` of its title (the
+    extractor's topic, ``prose.passage_title``; "" without one): the passage is the home of the entity of that name
+    (``ranking.bridge_home``)."""
     record = record or {}
-    return {"content": record.get("content", ""), "file_path": record.get("file_path", "unknown_source"),
-            "valid": bool(record)}
+    content = record.get("content", "")
+    title = passage_title(content) if content else None
+    return {"content": content, "file_path": record.get("file_path", "unknown_source"), "valid": bool(record),
+            "home_of": variant_key(title) if title else ""}
 
 
 async def _passages(rag, snapshot: GraphSnapshot, base: "HippoGraph | None", written: frozenset | None

@@ -1,13 +1,21 @@
 """Passage ranking steps shared by the ``hipporag`` and ``prism`` modes: HippoRAG 2's seed weights from kept facts,
-the dense head, the thin-graph fallback to the BM25 + dense fusion, and ranked passages as result items."""
+the dense head, the thin-graph fallback to the BM25 + dense fusion, the bridge passage at rank 2, and ranked
+passages as result items."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
 from ...graph import top_k
 from ...result import ScoredItem
-from .passage_graph import HippoGraph
+from ...snapshot import GraphSnapshot
+from .lexical import terms
+from .passage_graph import HippoGraph, variant_key
+
+BRIDGE_FOUND_BY = "bridge"
+ENTITY_COLUMNS_KEY = "prism_entity_chunk_columns"
 
 # Min-max over all facts gives the graph's worst fact 0; in a small graph that can be a kept fact, which would then
 # seed nothing. Kept facts are floored at this score so every kept fact seeds its entities.
@@ -89,3 +97,47 @@ def dense_head(ppr: np.ndarray, head_rows: np.ndarray) -> np.ndarray:
     scores = ppr.astype(np.float64, copy=True)
     scores[head_rows] = float(ppr.max()) + 1.0 + np.arange(len(head_rows), 0, -1, dtype=np.float64)
     return scores
+
+
+def _entity_columns(snapshot: GraphSnapshot):
+    """The snapshot's chunk -> entity incidence by chunk (CSC of ``entity_chunks``), cached on the snapshot."""
+    if ENTITY_COLUMNS_KEY not in snapshot.derived:
+        snapshot.derived[ENTITY_COLUMNS_KEY] = snapshot.entity_chunks.tocsc()
+    return snapshot.derived[ENTITY_COLUMNS_KEY]
+
+
+def bridge_rows(graph: HippoGraph, snapshot: GraphSnapshot, row: int, question: str) -> set[int]:
+    """The home passages (``HippoGraph.home_rows``: titled by the name) of the entities passage ``row`` names and
+    the question does not: the passages a two-hop question's second hop starts from."""
+    if row >= snapshot.entity_chunks.shape[1]:  # a passage beyond the graph's chunks names no entity
+        return set()
+    asked, homes, names = set(terms(question)), graph.home_rows, snapshot.node_ids
+    found = set()
+    for entity in _entity_columns(snapshot)[:, row].indices.tolist():
+        name = names[entity]
+        if not set(terms(name)) <= asked:
+            found.update(homes.get(variant_key(name), ()))
+    found.discard(row)
+    return found
+
+
+def bridge_home(graph: HippoGraph, snapshot: GraphSnapshot, items: list[ScoredItem], question: str,
+                pool: int) -> list[ScoredItem]:
+    """``items`` (ranked passages) with a bridge passage at rank 2: the best ranked of the first ``pool`` whose title
+    names an entity that the first passage names and the question does not (:func:`bridge_rows`). A two-hop question
+    names its first passage; that passage names the bridge; the answer is on the bridge's own page ("Who heads the
+    department in which Tidewell's CTO studied?": the CTO's page names the University of Halden, whose page
+    answers). Measured in docs/prism.md ("The bridge"). Unchanged when no such passage is among them (``pool`` 0:
+    off); the passage moved up scores as the one it displaces and is found by ``bridge`` as well."""
+    if pool <= 1 or len(items) < 3:
+        return items
+    first = graph.passage_row.get(items[0].id)
+    candidates = bridge_rows(graph, snapshot, first, question) if first is not None else set()
+    position = next((k for k in range(1, min(pool, len(items)))
+                     if graph.passage_row.get(items[k].id) in candidates), None)
+    if position is None:
+        return items
+    moved = items[position]
+    found_by = moved.found_by if BRIDGE_FOUND_BY in moved.found_by else (*moved.found_by, BRIDGE_FOUND_BY)
+    moved = dataclasses.replace(moved, score=max(moved.score, items[1].score), found_by=found_by)
+    return [items[0], moved] + items[1:position] + items[position + 1:]
