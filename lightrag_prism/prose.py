@@ -57,8 +57,9 @@ def prose_lines(text: str, valid: TitleCheck = any_title) -> tuple[str | None, l
         else:
             lines.append(prose)
         wrapped = is_wrapped(raw)
-    if title is None and len(lines) > 1 and title_of(lines[0], valid):
-        title, lines = title_of(lines[0], valid), lines[1:]
+    first = title_of(lines[0], valid) if title is None and len(lines) > 1 else None
+    if first:
+        title, lines = first, lines[1:]
     return (title_subject(title, lines, valid) if title else title), lines
 
 
