@@ -24,8 +24,12 @@ Compaction happens after the base grew by half, so the bytes written stay propor
 * **A value JSON cannot hold as is** (a lone surrogate) makes that flush a whole rewrite by LightRAG's own writer,
   which sanitises it.
 
-Only files a PrismRAG instance registers are journaled (``lightrag_prism/storages/``); in LightRAG's
-multi-process mode none are (its processes share JSON data through a manager, and reload whole files).
+Only files a PrismRAG instance registers are journaled (``lightrag_prism/storages/``). In LightRAG's
+multi-process mode (``lightrag-prism serve --workers N``) those are the graph and the vector stores, which each
+process holds in its own memory: the writer appends, and the others **catch up** (:func:`catch_up`) by applying
+what was appended since they last looked, instead of reading the whole file again (7 s for the GraphML and 7 s for
+the vector stores of the 9,000-passage bench index, each time another worker indexed a text). The JSON stores are
+not journaled there: their processes share one dict through LightRAG's manager.
 A working dir is complete without its journals only after ``finalize_storages``; a process that crashed leaves
 journals the next PrismRAG start replays (stock LightRAG would not: open it with lightrag_prism once first).
 """
@@ -85,16 +89,18 @@ def read_journal(file_name: str) -> list[dict]:
     return [orjson.loads(line) for line in complete[1:]]
 
 
-def append_record(file_name: str, record: dict) -> int:
-    """Append one change record (creating the journal against the current base); returns the journal's size."""
+def append_record(file_name: str, record: dict) -> tuple[int, int]:
+    """Append one change record (creating the journal against the current base); returns the journal's size before
+    and after."""
     path = journal_path(file_name)
     line = orjson.dumps(record, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
     if not os.path.exists(path):
         header = orjson.dumps({"prism_journal": FORMAT, "base": base_identity(file_name)}) + b"\n"
         line = header + line
     with open(path, "ab") as handle:
+        start = handle.seek(0, os.SEEK_END)
         handle.write(line)
-        return handle.tell()
+        return start, handle.tell()
 
 
 def remove_journal(file_name: str) -> None:
@@ -165,6 +171,37 @@ class DocStatusKind(TrackedKVKind):
     (after a write whose ids are unknown) every row that is a new object is written, as for :class:`KVKind`."""
 
     tracked_from_load = True
+
+
+class SharedKVKind(TrackedKVKind):
+    """A JSON store's dict shared by processes through LightRAG's manager (its multi-process mode): every process
+    reads and writes the one dict, so a whole rewrite from it is complete, and there is nothing to catch up with.
+    What this process's writes named is appended with the values the dict holds at the flush (another process may
+    have written the key since: the journal then holds the newer value, as the dict does). No copy of the content
+    is kept (a full read of the dict goes through the manager: 288 MB for the vector cache of the 9,000-passage
+    bench index); a flush that does not know what changed rewrites the file whole."""
+
+    shared = True
+    tracked_from_load = True
+
+    @staticmethod
+    def content(data) -> None:
+        return SHARED
+
+    @staticmethod
+    def changes(saved, data, touched: set | None = None) -> dict | None:
+        upserts, deletes = {}, []
+        for key in touched:
+            value = data.get(key, _ABSENT)  # one call to the manager per key
+            if isinstance(value, str) and value == _ABSENT:
+                deletes.append(key)
+            else:
+                upserts[key] = value
+        return {"u": upserts, "d": deletes} if upserts or deletes else None
+
+    @staticmethod
+    def advance(saved, record: dict) -> None:
+        pass
 
 
 class RowsKind:
@@ -327,6 +364,8 @@ def _b64(vector: np.ndarray) -> str:
 
 
 _MISSING = object()
+SHARED = "shared"  # the saved content of a SharedKVKind store: the manager's dict itself, never copied
+_ABSENT = "\0lightrag_prism: absent"  # a default that crosses the manager as itself (an object() arrives as a copy)
 
 
 # --- per-file state -----------------------------------------------------------------------------------------------
@@ -349,11 +388,20 @@ class FileState:
     touch_lock: threading.Lock = field(default_factory=threading.Lock)
     appends: int = 0
     rewrites: int = 0
+    # Other live processes hold this file too (LightRAG's multi-process mode): they append, this one catches up.
+    across_processes: bool = False
+    # The async lock the file's storage holds around its flushes (LightRAG's namespace lock, shared by processes):
+    # a compaction at finalize_storages holds it too. A callable, as the lock exists once the storage initialized.
+    guard: Callable[[], Any] | None = None
+    # The store's content is one dict every process shares (SharedKVKind): never copied into ``saved``.
+    shared_content: bool = False
+    catch_ups: int = 0  # times this process applied what another appended
+    reloads: int = 0  # times it read the file whole instead (the base file was replaced)
 
     def note_saved(self, kind, obj, loaded: bool = False) -> None:
         """``obj`` is now the file's content (``loaded``: as read from it): nothing is touched since, if the kind
         tracks from there."""
-        self.saved = kind.content(obj)
+        self.saved = SHARED if self.shared_content else kind.content(obj)
         with self.touch_lock:
             self.touched = set() if kind.tracked and (kind.tracked_from_load or not loaded) else None
 
@@ -451,21 +499,74 @@ def adopt(state: FileState, kind, obj) -> None:
         state.journal_bytes = _size(journal_path(state.file_name))
 
 
+def note_reloaded(state: FileState) -> None:
+    """This process read the file whole again into a new object, after another process replaced it: a compaction
+    would rewrite the object of its last flush, which is gone, so none until it flushes again."""
+    with state.lock:
+        state.compact = None
+        state.reloads += 1
+
+
+def catch_up(state: FileState, kind, obj) -> list[dict] | None:
+    """Another process appended to the journal (LightRAG's multi-process mode): apply to ``obj`` the records
+    appended since this process last read or wrote the file, and return them. None when that cannot be done: the
+    base file was replaced (a compaction, a whole rewrite) or the journal is not the one read before; the caller
+    then loads the file whole. A last line still being written is left for the next call (never cut off here: the
+    writer may be another live process)."""
+    with state.lock:
+        if state.saved is None or state.base is None or state.base != base_identity(state.file_name):
+            return None
+        try:
+            with open(journal_path(state.file_name), "rb") as handle:
+                if os.fstat(handle.fileno()).st_size < state.journal_bytes:  # not the journal read before
+                    return None
+                handle.seek(state.journal_bytes)
+                raw = handle.read()
+        except FileNotFoundError:
+            return [] if state.journal_bytes == 0 else None
+        end = raw.rfind(b"\n") + 1
+        lines = raw[:end].split(b"\n")[:-1]
+        try:
+            if state.journal_bytes == 0 and lines:  # a journal begun since: it must extend the base read
+                header = orjson.loads(lines.pop(0))
+                if header.get("prism_journal") != FORMAT or header.get("base") != state.base:
+                    return None
+            records = [orjson.loads(line) for line in lines]
+        except orjson.JSONDecodeError:
+            return None
+        for record in records:
+            kind.apply(obj, record)
+            kind.advance(state.saved, record)
+        state.journal_bytes += end
+        state.catch_ups += 1
+        return records
+
+
 def flush(state: FileState, kind, obj, whole: Callable[[], None]) -> None:
     """Persist ``obj`` to ``state``'s file: append what changed, or rewrite it whole (``whole()``) when the state
     has no saved content yet, the base file is missing, or the journal is due for compaction."""
+    shared = getattr(kind, "shared", False)
     with state.lock:
         state.compact = whole
+        if shared and state.base != base_identity(state.file_name) is not None:
+            # Another process rewrote the file from the shared dict, under the lock this flush holds: it holds
+            # what this process wrote into the dict before; what it wrote since is appended below.
+            state.base, state.journal_bytes = base_identity(state.file_name), _size(journal_path(state.file_name))
         if state.saved is None or state.base != base_identity(state.file_name) \
                 or should_compact(state.file_name, state.journal_bytes):  # no content, or the base was replaced
             _rewrite(state, kind, obj, whole)
             return
         touched = state.take_touched(kind)
+        if touched is None and shared:  # what changed is unknown, and there is no copy to compare with
+            _rewrite(state, kind, obj, whole)
+            return
         try:
             record = kind.changes(state.saved, obj, touched)
             if record is None:
                 return
-            state.journal_bytes = append_record(state.file_name, record)
+            start, end = append_record(state.file_name, record)
+            if start == state.journal_bytes or shared:  # else another process appended unseen: to be caught up with
+                state.journal_bytes = end
         except (TypeError, orjson.JSONEncodeError):  # a value JSON cannot hold as is: LightRAG's writer sanitises
             state.give_back(touched)
             _rewrite(state, kind, obj, whole)
@@ -478,9 +579,13 @@ def flush(state: FileState, kind, obj, whole: Callable[[], None]) -> None:
 
 
 def compact(state: FileState) -> bool:
-    """Rewrite the file whole if it has a journal (at ``finalize_storages``); True if it did."""
+    """Rewrite the file whole if it has a journal (at ``finalize_storages``); True if it did. Not when another
+    process wrote to the file since this one last did: its content here would lack that write."""
     with state.lock:
         if state.compact is None or not os.path.exists(journal_path(state.file_name)):
+            return False
+        if state.saved is not SHARED and (state.base != base_identity(state.file_name)
+                                          or _size(journal_path(state.file_name)) != state.journal_bytes):
             return False
         _rewrite(state, None, None, state.compact)
         return True
@@ -495,6 +600,14 @@ def _rewrite(state: FileState, kind, obj, whole: Callable[[], None]) -> None:
     state.rewrites += 1
     if obj is not None:
         state.note_saved(kind, obj)
+
+
+def status(states: list[FileState]) -> dict[str, dict[str, int]]:
+    """Per journaled file (by name): the flushes appended and written whole, and the other processes' writes caught
+    up with or read whole (``/prism/api/modes``)."""
+    return {os.path.basename(state.file_name): {"appends": state.appends, "rewrites": state.rewrites,
+                                                "catch_ups": state.catch_ups, "reloads": state.reloads}
+            for state in states}
 
 
 def _size(path: str) -> int:

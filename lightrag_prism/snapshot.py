@@ -17,7 +17,7 @@ from typing import Any, Awaitable, Callable
 import numpy as np
 import scipy.sparse as sp
 
-from .graph_changes import Changes, GraphChanges, KeyChanges, edge_key, watch_keys, watch_writes
+from .graph_changes import Changes, GraphChanges, KeyChanges, Written, edge_key, watch_keys, watch_writes
 
 PATCH_ALWAYS_BELOW = 1_000  # changed items up to which a build reads only them, whatever the graph's size
 PATCH_SHARE = 16  # past 1/16 of the graph's nodes and edges changed, a build reads the whole graph
@@ -417,6 +417,8 @@ class SnapshotCache:
         self._refresh_from: int | None = None  # log position a refresh in progress read from
         self.changes = GraphChanges()
         watch_writes(graph_storage, self.changes)
+        if hasattr(graph_storage, "on_foreign_write"):  # a storage that follows other processes' writes
+            graph_storage.on_foreign_write = self._foreign_write
         # The passages' records written (views/passage_graph.py reads only those again); None: not watched, read whole.
         self.chunk_changes: KeyChanges | None = None
         if chunk_storage is not None:
@@ -471,15 +473,29 @@ class SnapshotCache:
                 self._install(await self._read(self._version))
             return self._current
 
+    def _foreign_write(self, written: Written | None) -> None:
+        """The graph storage applied another process's write (``written``: the names; None: it read the file whole)."""
+        if written is None:
+            self.changes.need_whole()
+        else:
+            self.changes.note(written)
+
     async def refresh(self, prepare: Callable[[GraphSnapshot, GraphSnapshot | None], Awaitable[Any]]) -> None:
-        """Read the whole graph again and make it current once ``prepare(new, base)`` has built its derived views
-        (``base``: the snapshot it replaces, for incremental updates). Queries meanwhile get the current one."""
+        """After another process changed the graph: a new snapshot, made current once ``prepare(new, base)`` has
+        built its derived views (``base``: the snapshot it replaces, for incremental updates). Queries meanwhile get
+        the current one. A storage that follows other processes' writes (``catch_up``, the NetworkX storage over
+        its journal) names what they changed, and the current snapshot is patched with that; otherwise the graph is
+        read whole. The passages' records are read whole either way: the other process's are named nowhere."""
         async with self._refresh_lock:
+            catch_up = getattr(self._storage, "catch_up", None)
+            if catch_up is None or not await catch_up():
+                self.changes.need_whole()
+            if self.chunk_changes is not None:
+                self.chunk_changes.need_whole()
             version, base = self._version, self._current
-            self._refresh_from = position = self.changes.position
+            self._refresh_from = self.changes.position
             try:
-                snapshot = await snapshot_from_storage(self._storage, version)
-                snapshot.changes_through = position
+                snapshot = await self._read(version)
                 await prepare(snapshot, base)
                 async with self._lock:
                     if self._version == version:

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 from collections.abc import Mapping
@@ -156,10 +157,12 @@ def _check_threshold(threshold: float) -> float:
 
 
 async def compact_journals(rag) -> None:
-    """At ``finalize_storages``: every journaled file rewritten whole (stock LightRAG can read the directory)."""
+    """At ``finalize_storages``: every journaled file rewritten whole (stock LightRAG can read the directory), under
+    its storage's lock when other processes write it too (``FileState.guard``)."""
     states, rag.prism_seam.journaled = rag.prism_seam.journaled, []
     for state in states:
-        await asyncio.to_thread(journal.compact, state)
+        async with state.guard() if state.guard is not None else contextlib.nullcontext():
+            await asyncio.to_thread(journal.compact, state)
         journal.unregister(state.file_name)
 
 

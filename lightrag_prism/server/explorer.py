@@ -6,7 +6,9 @@ Routes (the API routes use LightRAG Server's own authentication: ``LIGHTRAG_API_
 * ``GET /prism``: the page (``static/explorer.html``; its script and style are files of this package, nothing is
   loaded from another host);
 * ``GET /prism/api/modes``: the valid modes, which ones are the plugin's, whether an LLM is configured, and this
-  process's view of other processes' writes (``freshness``: reloads so far, their durations, a failing check);
+  process's view of other processes' writes (``freshness``: reloads so far, their durations, a failing check;
+  per journaled file, the flushes appended or written whole and the other processes' writes caught up with or
+  read whole);
 * ``POST /prism/api/query``: the ``/query/data`` request body plus ``answer`` (bool). Runs the query once and
   returns the answer (when asked and an LLM is configured) or a note, the data, the metadata and the evidence
   subgraph (``evidence.py``).
@@ -25,6 +27,7 @@ from fastapi import APIRouter, Depends, HTTPException
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
+from .. import journal
 from ..rag import NO_LLM_NOTE
 from ..retrievers import registered_modes, valid_modes
 from .evidence import evidence_graph, named_entities
@@ -46,7 +49,7 @@ def explorer_router(rag, request_model, auth) -> APIRouter:
     @router.get(f"{PAGE}/api/modes", dependencies=[Depends(auth)])
     async def modes() -> dict[str, Any]:
         return {"modes": valid_modes(), "plugin_modes": registered_modes(), "llm_configured": rag.llm_configured,
-                "freshness": rag.version_watcher.status()}
+                "freshness": {**rag.version_watcher.status(), "files": journal.status(rag.prism_seam.journaled)}}
 
     @router.post(f"{PAGE}/api/query", dependencies=[Depends(auth)])
     async def query(request: ExplorerRequest) -> dict[str, Any]:

@@ -36,6 +36,7 @@ register_symbols(
     ("lightrag.kg.json_doc_status_impl", "JsonDocStatusStorage._scheduling_record_from_raw", 2),
     ("lightrag.kg.nano_vector_db_impl", "NanoVectorDBStorage._save_to_disk_locked", 2),
     ("lightrag.kg.nano_vector_db_impl", "NanoVectorDBStorage._reload_client_from_disk_locked", 2),
+    ("lightrag.kg.nano_vector_db_impl", "NanoVectorDBStorage._get_client", 1),
     ("lightrag.kg.networkx_impl", "NetworkXStorage._get_graph", 1),
     ("lightrag.kg.networkx_impl", "NetworkXStorage._gate", 1),
     ("lightrag.kg.networkx_impl", "NetworkXStorage.load_nx_graph", 1),

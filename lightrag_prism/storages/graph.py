@@ -6,18 +6,25 @@ journaled (``register_files``), else rewrites the file whole (``graphml.write_gr
 networkx's writer; the same graph reads back). The write methods note the nodes and edges they change, so a flush
 compares only those.
 
+Under ``serve --workers N`` (LightRAG's multi-process mode) a process flagged by another's write applies what that
+one appended to the journal (``catch_up``) instead of LightRAG's whole reload, and tells the snapshot cache which
+nodes and edges it changed (``on_foreign_write``).
+
 Private coupling: ``_get_graph`` and ``_gate`` (the commit gate LightRAG closes while a worker thread serialises the
 graph; both in the symbol registry with the write methods overridden here), ``_graph`` and ``_graphml_xml_file``.
 """
 
 from __future__ import annotations
 
+import asyncio
 from functools import partial
+from typing import Callable
 
 import networkx as nx
 from lightrag.kg.networkx_impl import NetworkXStorage
 
 from lightrag_prism import journal
+from lightrag_prism.graph_changes import Written
 
 from .graphml import write_graphml
 
@@ -38,6 +45,15 @@ def _edge_keys(edges) -> list:
     return [key for src, tgt in edges for key in (journal.edge_touch(src, tgt), *_node_keys([src, tgt]))]
 
 
+def written_by(records: list[dict]) -> Written:
+    """The names a run of journal records (``journal.GraphKind``) wrote, as the graph change log takes them."""
+    nodes = [node for record in records for node, _ in record.get("nu", ())]
+    edges = [(u, v) for record in records for key in ("eu", "ed") for u, v, *_ in record.get(key, ())]
+    removed = [node for record in records for node in record.get("nd", ())]
+    return Written(nodes=tuple(nodes + [n for edge in edges for n in edge]), edges=tuple(edges),
+                   removed=tuple(removed))
+
+
 def write_graph_file(graph: nx.Graph, file_name: str, workspace: str = "_") -> None:
     """``NetworkXStorage.write_nx_graph``'s atomic write, by :func:`graphml.write_graphml`."""
     from lightrag.file_atomic import atomic_write
@@ -50,16 +66,57 @@ def write_graph_file(graph: nx.Graph, file_name: str, workspace: str = "_") -> N
 class PrismNetworkXStorage(NetworkXStorage):
     """LightRAG's NetworkX storage with a journaled graph file."""
 
+    # Told what another process's write changed, once this process has applied it (``catch_up``): a Written of the
+    # names, or None when the file was read whole (set by the snapshot cache, ``snapshot.py``).
+    on_foreign_write: Callable[[Written | None], None] | None = None
+
     def __post_init__(self):
         super().__post_init__()
         journal.replay(self._graphml_xml_file, journal.GraphKind, self._graph)
 
     async def _get_graph(self):
+        await self.catch_up()
         before = self._graph
         graph = await super()._get_graph()
         if graph is not before:  # reloaded from the file: another process wrote it
             journal.replay(self._graphml_xml_file, journal.GraphKind, graph)
+            self._reloaded()
         return graph
+
+    async def catch_up(self) -> bool:
+        """When another process wrote the graph (LightRAG's update flag): apply what it appended to the journal, or
+        read the file whole in a thread when it cannot be (LightRAG reads it whole on the event loop: 7 s for the
+        GraphML of the 9,000-passage bench index); ``on_foreign_write`` hears which. True when the file is journaled
+        across processes (other processes' writes are followed this way), else False and nothing done."""
+        state = journal.registered(self._graphml_xml_file)
+        if state is None or not state.across_processes:
+            return False
+        if self.storage_updated.value:
+            async with self._storage_lock:
+                if self.storage_updated.value:
+                    await self._catch_up_locked(state)
+        return True
+
+    async def _catch_up_locked(self, state: journal.FileState) -> None:
+        records = journal.catch_up(state, journal.GraphKind, self._graph)
+        if records is None:
+            file_name = self._graphml_xml_file
+            self._graph = await asyncio.to_thread(
+                lambda: journal.replay(file_name, journal.GraphKind, self.load_nx_graph(file_name) or nx.Graph()))
+            self.storage_updated.value = False
+            self._reloaded()
+            return
+        self.storage_updated.value = False
+        if self.on_foreign_write is not None:
+            self.on_foreign_write(written_by(records))
+
+    def _reloaded(self) -> None:
+        """The graph was read whole again after another process wrote it."""
+        state = journal.registered(self._graphml_xml_file)
+        if state is not None and state.across_processes:
+            journal.note_reloaded(state)
+        if self.on_foreign_write is not None:
+            self.on_foreign_write(None)
 
     async def index_done_callback(self) -> bool:
         """LightRAG's commit (reload instead when another process wrote; else write with the commit gate closed,
@@ -69,9 +126,14 @@ class PrismNetworkXStorage(NetworkXStorage):
 
         async with self._storage_lock:
             if self.storage_updated.value:
+                state = journal.registered(self._graphml_xml_file)
+                if state is not None and state.across_processes:
+                    await self._catch_up_locked(state)
+                    return False
                 self._graph = journal.replay(self._graphml_xml_file, journal.GraphKind,
                                              self.load_nx_graph(self._graphml_xml_file) or nx.Graph())
                 self.storage_updated.value = False
+                self._reloaded()
                 return False
         async with self._storage_lock:
             gate = self._gate()

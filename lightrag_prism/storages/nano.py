@@ -5,16 +5,19 @@ another process wrote, and on ``drop``; :class:`PrismNanoVectorDBStorage` hands 
 :meth:`JournaledNanoVectorDB.adopt` (the client's class becomes the journaled one and its file's journal is
 replayed), and its save appends to the journal when the file is journaled (``register_files``).
 
-Private coupling: the storage's ``_save_to_disk_locked`` and ``_reload_client_from_disk_locked`` (overridden, in the
-symbol registry with nano-vectordb's ``upsert``, ``delete``, ``get`` and ``save``), its ``_client`` and
-``_client_file_name``, and nano-vectordb's ``__storage`` dict (rows and matrix, updated in place).
+Under ``serve --workers N`` a process flagged by another's write applies what that one appended to the journal
+instead of reading the file whole (``journal.catch_up``); a whole read, when needed, runs in a thread.
+
+Private coupling: the storage's ``_save_to_disk_locked``, ``_reload_client_from_disk_locked`` and ``_get_client``
+(overridden, in the symbol registry with nano-vectordb's ``upsert``, ``delete``, ``get`` and ``save``), its
+``_client`` and ``_client_file_name``, and nano-vectordb's ``__storage`` dict (rows and matrix, updated in place).
 """
 
 from __future__ import annotations
 
-from functools import partial
-
+import asyncio
 import math
+from functools import partial
 
 import numpy as np
 from lightrag.kg.nano_vector_db_impl import NanoVectorDBStorage
@@ -210,11 +213,45 @@ class PrismNanoVectorDBStorage(NanoVectorDBStorage):
         super().__post_init__()
         JournaledNanoVectorDB.adopt(self._client)
 
+    def _shared_state(self) -> journal.FileState | None:
+        """The file's journal state when other processes write it too (LightRAG's multi-process mode)."""
+        state = journal.registered(self._client_file_name)
+        return state if state is not None and state.across_processes else None
+
     def _reload_client_from_disk_locked(self, *, for_write: bool = False) -> bool:
+        """LightRAG's reload after another process wrote, by applying what it appended to the journal when it can
+        (``journal.catch_up``: milliseconds, against 3 s to read the entity store of the 9,000-passage bench index
+        whole)."""
+        state = self._shared_state()
+        if state is not None and self.storage_updated.value and self._reload_from_journal(state):
+            return True
         reloaded = super()._reload_client_from_disk_locked(for_write=for_write)
         if reloaded:
             JournaledNanoVectorDB.adopt(self._client)
+            if state is not None:
+                journal.note_reloaded(state)
         return reloaded
+
+    async def _get_client(self):
+        """LightRAG's ``_get_client``; when another process wrote and its appends cannot be applied, the file is
+        read whole in a thread rather than on the event loop."""
+        state = self._shared_state()
+        if state is not None and self.storage_updated.value:
+            async with self._storage_lock:
+                if self.storage_updated.value and not self._reload_from_journal(state):
+                    file_name, dim = self._client_file_name, self.embedding_func.embedding_dim
+                    self._client = await asyncio.to_thread(
+                        lambda: JournaledNanoVectorDB.adopt(NanoVectorDB(dim, storage_file=file_name)))
+                    self.storage_updated.value = False
+                    journal.note_reloaded(state)
+        return await super()._get_client()
+
+    def _reload_from_journal(self, state: journal.FileState) -> bool:
+        client = self._client
+        if journal.catch_up(state, client.rows_kind, client.rows_and_matrix) is None:
+            return False
+        self.storage_updated.value = False
+        return True
 
     async def drop(self) -> dict[str, str]:
         journal.remove_journal(self._client_file_name)  # before the new empty client loads (nothing to replay)

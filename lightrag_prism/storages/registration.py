@@ -12,26 +12,44 @@ from .nano import JournaledNanoVectorDB, PrismNanoVectorDBStorage
 
 def register_files(rag) -> list[journal.FileState]:
     """Journal the files of ``rag``'s storages: the vector stores, the graph, the JSON KV stores (chunks, documents,
-    entity and relation chunk lists, the LLM cache, the plugin's vector cache) and the doc-status store. None in
-    LightRAG's multi-process mode. Called before the storages are initialized; the vector stores and the graph
-    loaded their files when LightRAG constructed them, so their content is noted here."""
+    entity and relation chunk lists, the LLM cache, the plugin's vector cache) and the doc-status store. Called
+    before the storages are initialized; the vector stores and the graph loaded their files when LightRAG
+    constructed them, so their content is noted here.
+
+    In LightRAG's multi-process mode the vector stores and the graph, which every process loads for itself, catch
+    up with other processes' appends (``journal.catch_up``); the JSON stores' dicts are shared there, so their
+    flushes append what this process wrote without copying the dict (``journal.SharedKVKind``). A compaction then
+    holds the storage's lock (``FileState.guard``)."""
     from lightrag.kg import shared_storage
 
-    if shared_storage._is_multiprocess:
-        return []
+    across_processes = bool(shared_storage._is_multiprocess)
     states = []
     for storage in vars(rag).values():
         if isinstance(storage, PrismNanoVectorDBStorage):
-            states.append(journal.register(storage._client_file_name))
+            state = journal.register(storage._client_file_name)
             client = storage._client
             if isinstance(client, JournaledNanoVectorDB):
-                journal.adopt(states[-1], client.rows_kind, client.rows_and_matrix)
+                journal.adopt(state, client.rows_kind, client.rows_and_matrix)
         elif isinstance(storage, PrismNetworkXStorage):
-            states.append(journal.register(storage._graphml_xml_file))
+            state = journal.register(storage._graphml_xml_file)
             if storage._graph is not None:  # loaded when the storage was constructed
-                journal.adopt(states[-1], journal.GraphKind, storage._graph)
-    states.extend(journal.register(store._file_name) for store, _ in _json_stores(rag))
+                journal.adopt(state, journal.GraphKind, storage._graph)
+        else:
+            continue
+        states.append(_shared(state, storage) if across_processes else state)
+    for store, _ in _json_stores(rag):
+        state = journal.register(store._file_name)
+        if across_processes:  # one dict in LightRAG's manager: appended to, never copied
+            _shared(state, store).shared_content = True
+            journal.adopt(state, journal.SharedKVKind, None)
+        states.append(state)
     return states
+
+
+def _shared(state: journal.FileState, storage) -> journal.FileState:
+    state.across_processes = True
+    state.guard = lambda: storage._storage_lock
+    return state
 
 
 def _json_stores(rag) -> list[tuple[object, type]]:

@@ -1,7 +1,8 @@
 """``lightrag-prism serve --workers 2``: LightRAG's gunicorn runner with PrismRAG, on the default file storages.
 An upload processed by one worker is found by every mode in both workers (the graph version in the shared
 ``prism_state`` store, LightRAG's update flags for its own file storages): in the other worker after its next
-version poll and rebuild, and from then on in every answer."""
+version poll and rebuild, and from then on in every answer; the other worker follows the graph and vector files
+through their journals (``journal.catch_up``)."""
 
 from __future__ import annotations
 
@@ -56,3 +57,22 @@ def test_every_mode_of_both_workers_finds_an_upload(scripted_server, tmp_path):
                     misses.append((mode, worker, files))
         assert len({worker for _, worker in found}) == 2, found  # both workers answered
         assert misses == []
+
+        # Each worker holds the graph and the vector stores itself; the flushes after the first upload (which
+        # created the files) were appended to their journals, and the other worker applied those appends instead
+        # of reading the files whole (journal.catch_up).
+        files = freshness_files(base)
+        assert len(files) == 2, files
+        for name in ("graph_chunk_entity_relation.graphml", "vdb_chunks.json", "vdb_entities.json"):
+            assert sum(worker[name]["appends"] for worker in files.values()) >= 1, (name, files)
+            assert sum(worker[name]["catch_ups"] for worker in files.values()) >= 1, (name, files)
+
+
+def freshness_files(base: str) -> dict[str, dict]:
+    """Each worker's journal status (``/prism/api/modes``), by worker, asked on new connections until both said."""
+    files, deadline = {}, time.monotonic() + CATCH_UP_SECONDS
+    while len(files) < 2 and time.monotonic() < deadline:
+        reply = httpx.get(f"{base}/prism/api/modes", timeout=60, headers={"Connection": "close"})
+        assert reply.status_code == 200, reply.text
+        files[reply.headers[WORKER_HEADER]] = reply.json()["freshness"]["files"]
+    return files
