@@ -116,12 +116,11 @@ async def relation_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | No
 
 async def chunk_records(rag, ids: list[str], fields: tuple[str, ...]) -> list[dict | None]:
     """``fields`` of each chunk's record in ``text_chunks`` (None: it lacks the chunk); from the JSON store's memory
-    without LightRAG's deep copies when it can (``PrismJsonKVStorage.record_fields``)."""
+    without LightRAG's deep copies when it can (``PrismJsonKVStorage.read_fields``)."""
     if not ids:
         return []
-    fast_read = getattr(rag.text_chunks, "record_fields", None)
-    records = fast_read(ids, fields) if fast_read is not None else None
-    return records if records is not None else await rag.text_chunks.get_by_ids(ids)
+    fast_read = getattr(rag.text_chunks, "read_fields", None)
+    return await fast_read(ids, fields) if fast_read is not None else await rag.text_chunks.get_by_ids(ids)
 
 
 async def chunk_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None = None) -> np.ndarray:

@@ -3,6 +3,7 @@ file path answered from an index (``doc_status_index.py``) instead of a scan of 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
 from typing import Any
@@ -113,15 +114,20 @@ class PrismJsonDocStatusStorage(JournaledJsonStore, JsonDocStatusStorage):
                 rows = sorted(rows, key=lambda item: order[item[0]])
             return [(doc_id, copy.deepcopy(row)) for doc_id, row in rows[:first]]
 
-    def processed_chunk_lists(self, processed: str) -> list[str] | None:
+    async def processed_chunk_lists(self, processed: str) -> list[str]:
         """The ``chunks_list`` entries of every document whose status is ``processed``, in the store's order (what
-        ``get_docs_by_statuses([PROCESSED])`` gives), read without its deep copies; None in LightRAG's
-        multi-process mode (a manager proxy)."""
+        ``get_docs_by_statuses([PROCESSED])`` gives), read without its deep copies. In LightRAG's multi-process
+        mode (the manager's dict) from one copy of the dict, in a thread: ``get_docs_by_statuses`` copied it on the
+        event loop and built a status object per document (9,000 after every upload to another worker)."""
         data = self._data
-        if type(data) is not dict:
-            return None
-        chunks: list[str] = []
-        for row in data.values():
-            if isinstance(row, dict) and row.get("status") == processed:
-                chunks.extend(row.get("chunks_list") or [])
-        return chunks
+        if type(data) is dict:
+            return _processed_chunks(data, processed)
+        return await asyncio.to_thread(lambda: _processed_chunks(data.copy(), processed))
+
+
+def _processed_chunks(data: dict, processed: str) -> list[str]:
+    chunks: list[str] = []
+    for row in data.values():
+        if isinstance(row, dict) and row.get("status") == processed:
+            chunks.extend(row.get("chunks_list") or [])
+    return chunks

@@ -133,7 +133,7 @@ async def test_the_passage_view_reads_only_the_records_written_since_the_last_vi
     rag = await _rag(tmp_path)
     try:
         await rag.ainsert([FIRST, SECOND], ids=["a", "b"])
-        monkeypatch.setattr(type(rag.text_chunks), "record_fields", lambda *args: None)  # get_by_ids, as on PG
+        monkeypatch.setattr(type(rag.text_chunks), "read_fields", None)  # get_by_ids, as on PG
         reads, original = [], hippo_graph.chunk_records
 
         async def counted(rag, ids, fields):

@@ -269,7 +269,7 @@ class HippoGraph:
 async def all_passage_ids(rag, snapshot: GraphSnapshot) -> list[str]:
     """Graph-referenced chunk ids first (snapshot order), then the other chunks of processed documents."""
     fast_read = getattr(rag.doc_status, "processed_chunk_lists", None)  # PrismJsonDocStatusStorage's
-    extra = fast_read(DocStatus.PROCESSED.value) if fast_read is not None else None
+    extra = await fast_read(DocStatus.PROCESSED.value) if fast_read is not None else None
     if extra is None:
         extra = await pg_reads.processed_chunk_lists(rag.doc_status, DocStatus.PROCESSED.value)
     if extra is None:
