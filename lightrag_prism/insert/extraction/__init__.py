@@ -9,7 +9,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
+import weakref
 from functools import lru_cache
 
 from ...batcher import loop_batcher
@@ -24,6 +27,7 @@ EXTRACTORS = ("auto", "spacy", "regex")
 #: Bumped when extraction output changes, so LightRAG's LLM cache never mixes answers of two versions.
 EXTRACTOR_VERSION = 8
 _status: dict[str, str | None] = {}
+_loaded: set[str] = set()  # extractors extract_rows has loaded
 
 
 def check_extractor(name: str) -> str:
@@ -62,13 +66,35 @@ def extractor_status(name: str = "auto") -> dict[str, str | None]:
     return {"extractor": extractor.name, "fallback_reason": _status.get(name)}
 
 
+_load_lock = threading.Lock()
+_loading: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # loop -> {name: its load in a thread}
+
+
+def _load_once(name: str):
+    with _load_lock:  # two loops' first calls: one load
+        return get_extractor(name)
+
+
+async def _loaded_in_thread(name: str) -> None:
+    """:func:`get_extractor` in a thread, once: the chunks that asked meanwhile all wait for that load, and resume
+    together (so they still share one ``nlp.pipe`` batch)."""
+    loads = _loading.setdefault(asyncio.get_running_loop(), {})
+    if name not in loads:
+        loads[name] = asyncio.ensure_future(asyncio.to_thread(_load_once, name))
+    await asyncio.shield(loads[name])
+    _loaded.add(name)
+
+
 def _batcher(name: str):
     """The running loop's batcher of extraction requests for the ``name`` extractor."""
     return loop_batcher(("offline extraction", name), lambda: get_extractor(name).extract)
 
 
 async def extract_rows(text: str, extractor: str = "auto") -> str:
-    """One chunk's entities and relations as LightRAG extraction rows."""
+    """One chunk's entities and relations as LightRAG extraction rows. The first call loads the extractor in a
+    thread (spaCy's pipeline: seconds, which on the event loop stalled every query a server was answering)."""
+    if extractor not in _loaded:
+        await _loaded_in_thread(extractor)
     extraction: ChunkExtraction = await _batcher(extractor).submit(text)
     return extraction.rows()
 
