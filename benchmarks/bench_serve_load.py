@@ -6,7 +6,8 @@ The server runs on 127.0.0.1 over an index a bench built (the pooled one: ``benc
 MiniLM it was built with and no LLM. ``--clients`` clients each send ``POST /query/data`` back to back (modes
 ``naive``, ``prism``, ``hipporag`` in turn, the bundled MuSiQue and HotpotQA questions) for ``--seconds``; one more
 client posts a new short text to ``/documents/text`` every ``--upload-every`` seconds (each is indexed by a worker
-while the others answer; the texts stay in the index, each run's own). Per mode: p50 / p95 / p99 ms and errors
+while the others answer; the texts stay in the index, each run's own, and the run waits until they are processed
+before it stops the server). Per mode: p50 / p95 / p99 ms and errors
 (anything but HTTP 200 with status success, or a timeout); peak RSS of every process of the server (gunicorn's
 master, its workers, the embedder's workers), sampled every 0.5 s. Writes ``benchmarks/results/serve_load.json``.
 Not collected by pytest.
@@ -109,6 +110,19 @@ async def uploader(base: str, deadline: float, every: float, outcome: dict) -> N
                 outcome.setdefault("error_replies", []).append(f"{reply.status_code} {reply.text[:120]}")
 
 
+async def settled(base: str, limit: float = 300.0) -> float | None:
+    """Seconds until the document pipeline is idle (two polls in a row), None past ``limit``."""
+    start, idle = time.monotonic(), 0
+    async with httpx.AsyncClient(base_url=base, timeout=60) as http:
+        while time.monotonic() - start < limit:
+            reply = await http.get("/documents/pipeline_status")
+            idle = idle + 1 if reply.status_code == 200 and not reply.json().get("busy") else 0
+            if idle == 2:
+                return round(time.monotonic() - start, 1)
+            await asyncio.sleep(1.0)
+    return None
+
+
 async def run(base: str, args) -> dict:
     questions = [q.text for name in ("musique", "hotpotqa") for q in load_dataset(name, None).questions]
     async with httpx.AsyncClient(base_url=base, timeout=120) as http:  # warm: every mode once
@@ -121,6 +135,8 @@ async def run(base: str, args) -> dict:
                for i in range(args.clients)]
     await asyncio.gather(*(client(base, s, deadline, latencies, errors) for s in streams),
                          uploader(base, deadline, args.upload_every, uploads))
+    if args.upload_every > 0:  # the last uploads finish before the server stops (else they stay in the index,
+        uploads["settled_s"] = await settled(base)  # interrupted, and the next run's first pipeline resumes them)
     modes = {}
     for mode in MODES:
         ms = np.asarray(latencies[mode])
