@@ -466,3 +466,41 @@ async def test_an_instance_that_only_queries_keeps_no_fastrp_powers_until_it_cha
         assert (await reader.graph_snapshot()).derived[fastrp_view.FASTRP_KEY].state.powers
     finally:
         await reader.finalize_storages()
+
+
+async def test_an_instance_that_follows_another_processs_change_keeps_fastrp_powers_from_then_on(tmp_path):
+    """A worker that only answers queries while another one indexes (``serve --workers N``): its reload after the
+    first foreign change builds FastRP with the powers, so the next reload updates it instead of building it whole.
+    Two instances on one working dir stand in for the two processes."""
+    from lightrag_prism import LightRAG as PrismRAG
+    from tests.helpers import hash_embedding_func
+
+    def open_rag():
+        return PrismRAG(working_dir=str(tmp_path), workspace="follow", embedding_func=hash_embedding_func(32),
+                        shared_version_interval=0)
+
+    writer = open_rag()
+    await writer.initialize_storages()
+    await writer.ainsert(["Ada Lovelace worked with Charles Babbage in London on the Analytical Engine.",
+                          "Charles Babbage designed the Difference Engine in London."], ids=["d1", "d2"])
+    reader = open_rag()  # loads the graph the writer flushed
+    await reader.initialize_storages()
+    try:
+        await reader.aquery_data("Who worked with Babbage?", qp("prism"))
+        assert not reader.prism_seam.changes_graph
+        assert (await reader.graph_snapshot()).derived[fastrp_view.FASTRP_KEY].state.powers == ()
+
+        await writer.ainsert("Mary Somerville translated Laplace in Edinburgh.", ids=["d3"])
+        await reader._refresh_from_storage()  # what its version watcher runs after the foreign change
+        snapshot = await reader.graph_snapshot()
+        assert "Mary Somerville" in snapshot.node_index and reader.prism_seam.changes_graph
+        assert snapshot.derived[fastrp_view.FASTRP_KEY].state.powers
+
+        await writer.ainsert("Caroline Herschel catalogued nebulae in Slough.", ids=["d4"])
+        await reader._refresh_from_storage()
+        snapshot = await reader.graph_snapshot()
+        assert "Caroline Herschel" in snapshot.node_index
+        assert snapshot.derived[fastrp_view.FASTRP_KEY].incremental
+    finally:
+        await reader.finalize_storages()
+        await writer.finalize_storages()
