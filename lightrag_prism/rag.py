@@ -319,12 +319,7 @@ class PrismRAG(InsertFeaturesMixin, LightRAG):
             self._snapshots.need_whole()
 
     async def _refresh_from_storage(self) -> None:
-        """Another process changed the graph: a new snapshot with its views, swapped in when ready. From then on
-        the views keep what incremental updates need, as in a process that changes the graph itself: without FastRP's
-        powers every later change made the next FastRP a whole build (seconds of CPU at 9,000 passages, in every
-        worker of a server taking uploads)."""
-        self.prism_seam.changes_graph = True
-
+        """Another process changed the graph: a new snapshot with its views, swapped in when ready."""
         async def prepare(snapshot, base):
             if self.prepare_query_indexes:
                 await prepare_views(self, snapshot, base)

@@ -45,10 +45,9 @@ class PrismSeam:
         self.prefetch: Any = None  # embedding prefetch of the query indexes (insert/prefetch.py)
         self.flushes: dict = {}  # the storages' paced flushes (insert/group_commit.py)
         self.views: dict = {}  # the query views' state (retrievers/views/passage_graph.py: indexes, synonyms)
-        # Set by the first change of the graph the instance makes (PrismRAG.publish_graph_change) or follows
-        # (another process's, PrismRAG._refresh_from_storage): from then on the views keep what incremental updates
-        # need (FastRP's powers); a process that only queries an index nobody changes, or whose pipeline runs found
-        # nothing to do, does without (retrievers/views/fastrp.py).
+        # Set by the instance's first change of the graph (PrismRAG.publish_graph_change): from then on the views
+        # keep what incremental updates need (FastRP's powers); a process that only queries, or whose pipeline
+        # runs found nothing to do, does without (retrievers/views/fastrp.py).
         self.changes_graph = False
 
     @contextmanager
