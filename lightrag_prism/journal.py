@@ -29,7 +29,8 @@ multi-process mode (``lightrag-prism serve --workers N``) those are the graph an
 process holds in its own memory: the writer appends, and the others **catch up** (:func:`catch_up`) by applying
 what was appended since they last looked, instead of reading the whole file again (7 s for the GraphML and 7 s for
 the vector stores of the 9,000-passage bench index, each time another worker indexed a text). The JSON stores are
-not journaled there: their processes share one dict through LightRAG's manager.
+one dict in LightRAG's manager there: each process appends the keys it wrote, without copying the dict
+(:class:`SharedKVKind`).
 A working dir is complete without its journals only after ``finalize_storages``; a process that crashed leaves
 journals the next PrismRAG start replays (stock LightRAG would not: open it with lightrag_prism once first).
 """
