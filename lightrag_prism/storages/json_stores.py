@@ -124,14 +124,19 @@ class JournaledJsonStore:
                 sanitized.append(write_journaled(data, self._file_name, self.journal_kind))
 
             async def committed() -> None:
-                if sanitized and sanitized[-1]:  # LightRAG's writer cleaned a value: the shared dict follows
-                    cleaned = self._read_file()  # the file just rewritten whole (no journal): noted as saved
-                    self._data.clear()
-                    self._data.update(cleaned)
-                    self._after_load()
+                if sanitized and sanitized[-1]:
+                    self._follow_sanitized_file()
                 await clear_all_update_flags(self.namespace, workspace=self.workspace)
 
             await commit_in_storage_io(write, committed)
+
+    def _follow_sanitized_file(self) -> None:
+        """LightRAG's writer cleaned a value while rewriting the file whole: the dict takes the file's content (just
+        rewritten, no journal: noted as saved)."""
+        cleaned = self._read_file()
+        self._data.clear()
+        self._data.update(cleaned)
+        self._after_load()
 
     async def _flush_shared(self, state: journal.FileState) -> None:
         """The flush in LightRAG's multi-process mode (the dict is the manager's, shared by the processes): what
@@ -149,11 +154,8 @@ class JournaledJsonStore:
                           lambda: sanitized.append(write_json_fast(data.copy(), file_name)))
 
         async def committed() -> None:
-            if sanitized and sanitized[-1]:  # LightRAG's writer cleaned a value: the shared dict follows
-                cleaned = self._read_file()
-                self._data.clear()
-                self._data.update(cleaned)
-                self._after_load()
+            if sanitized and sanitized[-1]:
+                self._follow_sanitized_file()
             self.storage_updated.value = False
 
         await commit_in_storage_io(write, committed)
