@@ -26,19 +26,14 @@ class PrismJsonKVStorage(JournaledJsonStore, JsonKVStorage):
         with self._writing(named_keys(ids)):
             return await super().delete(ids)
 
-    def record_fields(self, ids: list[str], fields: tuple[str, ...]) -> list[dict[str, Any] | None] | None:
-        """For each id, ``{field: value}`` of its record (None where ``get_by_ids`` gives None: missing or empty),
-        read from the shared dict without ``get_by_ids``' deep copies (reading every passage's text that way cost
-        about 0.4 s at 3,000 passages, after each small insert), with no ``await`` between the first read and the
-        last. None in LightRAG's multi-process mode (a manager proxy): see :meth:`read_fields`."""
-        data = self._data
-        return _fields_of(data, ids, fields) if type(data) is dict else None
-
     async def read_fields(self, ids: list[str], fields: tuple[str, ...]) -> list[dict[str, Any] | None]:
-        """:meth:`record_fields`, in LightRAG's multi-process mode too. There the dict is the manager's, and
-        ``get_by_ids`` asks it once per id on the event loop (every passage's record after each upload to another
-        worker: 9,000 round trips, seconds of stalled queries at the pooled bench's size): here many ids are read
-        by one copy of the dict, a few by one call each, in a thread."""
+        """For each id, ``{field: value}`` of its record (None where ``get_by_ids`` gives None: missing or empty),
+        without ``get_by_ids``' deep copies (reading every passage's text that way cost about 0.4 s at 3,000
+        passages, after each small insert). In-process: from the shared dict, with no ``await`` between the first
+        read and the last. In LightRAG's multi-process mode the dict is the manager's, and ``get_by_ids`` asks it
+        once per id on the event loop (every passage's record after each upload to another worker: 9,000 round
+        trips, seconds of stalled queries at the pooled bench's size): here many ids are read by one copy of the
+        dict, a few by one call each, in a thread."""
         data = self._data
         if type(data) is dict:
             return _fields_of(data, ids, fields)
