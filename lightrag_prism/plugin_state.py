@@ -6,7 +6,9 @@ Two namespaces, both honouring ``workspace``:
   timestamps, discovered entity types), one record each, read fresh on every use so that two instances on the
   same storages see the same state;
 * ``prism_vectors``: the hipporag/prism name and fact embeddings, one record per vector (float32, base64), a
-  cache keyed by index and id: an instance embeds only what neither its memory nor the store holds.
+  cache keyed by index and id: an instance embeds only what neither its memory nor the store holds. On the file
+  storages the vectors are in ``prism_vectors.bin`` instead (``storages/vector_log.py``: read from disk when
+  asked for, not held in memory; a ``kv_store_prism_vectors.json`` of an older version is converted once).
 
 Why KV and not a vector store: the modes need the whole matrix in memory for one dense product, and exact
 vectors back (identical rankings on every backend); LightRAG's vector stores embed content themselves and, on
@@ -25,6 +27,7 @@ import base64
 import hashlib
 import json
 import logging
+import os
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Callable
 
@@ -37,6 +40,7 @@ from .jsonfile import read_json, write_json_atomic
 logger = logging.getLogger(__name__)
 
 STATE_NAMESPACE, VECTOR_NAMESPACE = "prism_state", "prism_vectors"
+VECTOR_FILE = "prism_vectors.bin"  # the vector cache on the file storages, beside their kv_store_*.json
 PG_NAMESPACE, PG_WORKSPACE_SUFFIX = "llm_response_cache", "_prism"
 READ_BATCH = 1000  # ids per get_by_ids call (one SQL query / one Redis pipeline)
 
@@ -98,11 +102,43 @@ def vector_key(index: str, vid: str) -> str:
     return f"{index}:{hashlib.sha256(vid.encode('utf-8')).hexdigest()[:40]}"
 
 
-class VectorCache:
-    """Vectors by (index, id) in a LightRAG KV storage."""
+class KVVectors:
+    """The vector cache's backend on a LightRAG KV storage (PostgreSQL, Redis, any other): one record per vector."""
 
     def __init__(self, store) -> None:
         self.store = store
+
+    async def read(self, index: str, ids: list[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        for start in range(0, len(ids), READ_BATCH):
+            batch = ids[start:start + READ_BATCH]
+            records = await self.store.get_by_ids([vector_key(index, v) for v in batch])
+            for vid, record in zip(batch, records):
+                # original_prompt holds the id: a (vanishingly unlikely) hash collision is a miss, not a wrong vector
+                if record and record.get("original_prompt") == vid and isinstance(record.get("return"), str):
+                    found[vid] = decode_vector(record["return"])
+        return found
+
+    async def write(self, index: str, vectors: dict[str, np.ndarray], dropped: list[str] = ()) -> None:
+        if vectors:
+            await self.store.upsert({vector_key(index, vid): _record(vid, encode_vector(vec), "prism_vector")
+                                     for vid, vec in vectors.items()})
+        if dropped:
+            await self.store.delete([vector_key(index, vid) for vid in dropped])
+
+    async def flush(self) -> None:
+        await self.store.index_done_callback()
+
+    async def drop(self) -> None:
+        await self.store.drop()
+
+
+class VectorCache:
+    """Vectors by (index, id) in a backend: :class:`KVVectors`, or on the file storages
+    ``storages.vector_log.FileVectors`` (a file of its own, not held in memory)."""
+
+    def __init__(self, backend) -> None:
+        self.backend = backend
         self._deferring = 0
         self._unflushed = False
         self._behind: set[asyncio.Task] = set()  # flushes left to run after their block (see one_flush)
@@ -125,11 +161,11 @@ class VectorCache:
                     self._behind.add(task)
                     task.add_done_callback(self._behind.discard)
                 else:
-                    await self.store.index_done_callback()
+                    await self.backend.flush()
 
     async def _flush_logged(self) -> None:
         try:
-            await self.store.index_done_callback()
+            await self.backend.flush()
         except Exception as exc:  # noqa: BLE001 - a cache: the vectors stay in memory, the next flush writes them
             logger.warning("the plugin's vector cache could not be flushed: %s", exc)
             self._unflushed = True
@@ -147,29 +183,24 @@ class VectorCache:
             await self._flush_logged()
 
     async def get(self, index: str, ids: list[str]) -> dict[str, np.ndarray]:
-        found: dict[str, np.ndarray] = {}
-        for start in range(0, len(ids), READ_BATCH):
-            batch = ids[start:start + READ_BATCH]
-            records = await self.store.get_by_ids([vector_key(index, v) for v in batch])
-            for vid, record in zip(batch, records):
-                # original_prompt holds the id: a (vanishingly unlikely) hash collision is a miss, not a wrong vector
-                if record and record.get("original_prompt") == vid and isinstance(record.get("return"), str):
-                    found[vid] = decode_vector(record["return"])
-        return found
+        return await self.backend.read(index, ids)
 
     async def update(self, index: str, vectors: dict[str, np.ndarray], dropped: list[str] = ()) -> None:
         """Store ``vectors`` and delete the ``dropped`` ids, then flush once (or at the end of :meth:`one_flush`)."""
-        if vectors:
-            await self.store.upsert({vector_key(index, vid): _record(vid, encode_vector(vec), "prism_vector")
-                                     for vid, vec in vectors.items()})
-        if dropped:
-            await self.store.delete([vector_key(index, vid) for vid in dropped])
         if not (vectors or dropped):
             return
+        await self.backend.write(index, vectors, dropped)
         if self._deferring:
             self._unflushed = True
         else:
-            await self.store.index_done_callback()
+            await self.backend.flush()
+
+
+def _file_name(store) -> str | None:
+    """The JSON file of a file KV storage (LightRAG's ``JsonKVStorage`` and subclasses), else None."""
+    from lightrag.kg.json_kv_impl import JsonKVStorage
+
+    return getattr(store, "_file_name", None) if isinstance(store, JsonKVStorage) else None
 
 
 class PluginState:
@@ -178,8 +209,21 @@ class PluginState:
     def __init__(self, rag) -> None:
         self.on_postgres = rag.kv_storage == PG_KV_CLASS
         self.documents_store = self._storage(rag, STATE_NAMESPACE)
-        self.vectors_store = self.documents_store if self.on_postgres else self._storage(rag, VECTOR_NAMESPACE)
-        self._vectors = VectorCache(self.vectors_store)
+        # The vectors: in a file of their own on the file storages (not held in memory, see vector_log.py), else
+        # in a KV storage (on PostgreSQL the documents' one).
+        self.vectors_store = None
+        self._vector_file = None
+        if self.on_postgres:
+            self.vectors_store = self.documents_store
+        elif _file_name(self.documents_store) is not None:
+            from .storages.vector_log import FileVectors
+
+            folder = os.path.dirname(_file_name(self.documents_store))
+            self._vector_file = FileVectors(os.path.join(folder, VECTOR_FILE))
+            self._legacy_vector_file = os.path.join(folder, f"kv_store_{VECTOR_NAMESPACE}.json")
+        else:
+            self.vectors_store = self._storage(rag, VECTOR_NAMESPACE)
+        self._vectors = VectorCache(self._vector_file or KVVectors(self.vectors_store))
         self.ready = False
         self._lock = asyncio.Lock()
 
@@ -190,7 +234,8 @@ class PluginState:
 
     def _stores(self) -> list:
         """The distinct storages (one on PostgreSQL)."""
-        return [self.documents_store] + ([self.vectors_store] if self.vectors_store is not self.documents_store else [])
+        separate = self.vectors_store is not None and self.vectors_store is not self.documents_store
+        return [self.documents_store] + ([self.vectors_store] if separate else [])
 
     async def initialize(self) -> None:
         async with self._lock:
@@ -198,6 +243,8 @@ class PluginState:
                 return
             for store in self._stores():
                 await store.initialize()
+            if self._vector_file is not None:
+                await self._vector_file.adopt_json_cache(self._legacy_vector_file)
             if self.on_postgres and not self.documents_store.workspace.endswith(PG_WORKSPACE_SUFFIX):
                 # After initialize: PGKVStorage settles its workspace there (PG_WORKSPACE, then ours, then "default").
                 self.documents_store.workspace += PG_WORKSPACE_SUFFIX
@@ -207,6 +254,8 @@ class PluginState:
         async with self._lock:
             if self.ready:
                 await self._vectors.settle()
+                if self._vector_file is not None:
+                    await self._vector_file.flush()  # what a failed flush left
                 for store in self._stores():
                     await store.finalize()
                 self.ready = False
@@ -244,6 +293,8 @@ class PluginState:
         kept = {name: await self.document(name).load(None) for name in keep}
         for store in self._stores():
             await store.drop()
+        if self._vector_file is not None:
+            await self._vector_file.drop()
         for name, value in kept.items():
             if value is not None:
                 await self.document(name).save(value)

@@ -9,7 +9,7 @@ import time
 import httpx
 import pytest
 
-from tests.helpers import read_store_file
+from lightrag_prism.storages.vector_log import VectorLog
 from tests.scripted_server import ScriptedServer
 from tests.server.support import running_server, server_env, wait_processed
 
@@ -51,8 +51,8 @@ def test_clearing_documents_leaves_nothing_for_the_modes_to_find(scripted, tmp_p
         _cleared(client)
         assert _files(client, "Who designed the Vexholm Lighthouse?", mode) == []
         state = json.loads((tmp_path / "index" / "kv_store_prism_state.json").read_text())
-        vectors = read_store_file(str(tmp_path / "index" / "kv_store_prism_vectors.json"))  # with its journal
-        assert "doc_timestamps" not in state and vectors == {}
+        vectors = VectorLog(str(tmp_path / "index" / "prism_vectors.bin"))  # the name and fact vectors
+        assert "doc_timestamps" not in state and len(vectors) == 0
         assert client.post("/documents/texts", json={"texts": NEW, "file_sources": ["lund.txt"]}).status_code == 200
         wait_processed(client, 1)
         assert set(_files(client, "Where was Petra Lund born?", mode)) == {"lund.txt"}

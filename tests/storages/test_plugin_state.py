@@ -177,10 +177,10 @@ class FlushCountingStore:
 
 
 async def test_index_updates_inside_one_flush_share_a_single_flush():
-    from lightrag_prism.plugin_state import VectorCache
+    from lightrag_prism.plugin_state import KVVectors, VectorCache
 
     store = FlushCountingStore()
-    cache = VectorCache(store)
+    cache = VectorCache(KVVectors(store))
     vec = np.ones(4, np.float32)
     await cache.update("names", {"a": vec})
     assert store.flushes == 1  # alone: flushed at once
@@ -196,11 +196,11 @@ async def test_index_updates_inside_one_flush_share_a_single_flush():
 
 
 async def test_a_flush_left_behind_runs_after_the_block_and_settle_waits_for_it(caplog):
-    from lightrag_prism.plugin_state import VectorCache
+    from lightrag_prism.plugin_state import KVVectors, VectorCache
 
     store = FlushCountingStore()
     store.release.clear()  # flushes wait until released
-    cache = VectorCache(store)
+    cache = VectorCache(KVVectors(store))
     vec = np.ones(4, np.float32)
     async with cache.one_flush(behind=True):
         await cache.update("names", {"a": vec})
@@ -224,7 +224,7 @@ async def test_a_flush_left_behind_runs_after_the_block_and_settle_waits_for_it(
 async def test_settle_flushes_itself_what_a_closed_loops_flush_never_wrote():
     """A query's flush left behind on a loop that was then closed (a sync call's, closed by its owner) can never
     run: settling neither waits for it forever nor drops it, it flushes on the loop it runs on."""
-    from lightrag_prism.plugin_state import VectorCache
+    from lightrag_prism.plugin_state import KVVectors, VectorCache
 
     class Store:
         flushes = 0
@@ -232,7 +232,7 @@ async def test_settle_flushes_itself_what_a_closed_loops_flush_never_wrote():
         async def index_done_callback(self):
             Store.flushes += 1
 
-    cache = VectorCache(Store())
+    cache = VectorCache(KVVectors(Store()))
     gone = asyncio.new_event_loop()
     stranded = gone.create_task(asyncio.sleep(3600))  # made, never run: as a flush of a loop closed at once
     cache._behind.add(stranded)
@@ -249,7 +249,7 @@ async def test_settle_returns_when_a_flush_has_ended_but_its_callback_has_not_ru
     CI run hung in ``finalize_storages``). Run on a loop of its own in a thread, so a regression fails here."""
     import threading
 
-    from lightrag_prism.plugin_state import VectorCache
+    from lightrag_prism.plugin_state import KVVectors, VectorCache
 
     class Store:
         async def index_done_callback(self):
@@ -258,7 +258,7 @@ async def test_settle_returns_when_a_flush_has_ended_but_its_callback_has_not_ru
     outcome = {}
 
     async def settle_after_an_ended_flush():
-        cache = VectorCache(Store())
+        cache = VectorCache(KVVectors(Store()))
         flush = asyncio.get_running_loop().create_future()
         cache._behind.add(flush)
         flush.add_done_callback(cache._behind.discard)
