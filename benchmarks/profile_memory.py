@@ -93,7 +93,11 @@ def structures(rag, snapshot) -> list[tuple[str, object]]:
                        "relation_chunks", "llm_response_cache", "doc_status")]
     vdb = []
     for name in ("entities_vdb", "relationships_vdb", "chunks_vdb"):
-        storage = getattr(getattr(rag, name)._client, "_NanoVectorDB__storage")
+        vdb_storage = getattr(rag, name)
+        if not getattr(vdb_storage, "client_read", True):  # never read by this process (read on first use)
+            vdb += [(f"NanoVectorDB {name}: matrix (not read)", None), (f"NanoVectorDB {name}: metadata", None)]
+            continue
+        storage = getattr(vdb_storage._client, "_NanoVectorDB__storage")
         vdb += [(f"NanoVectorDB {name}: matrix", storage.get("matrix")),
                 (f"NanoVectorDB {name}: metadata", storage.get("data"))]
     graph = [("NetworkX graph", rag.chunk_entity_relation_graph._graph)]

@@ -1,26 +1,38 @@
 """``NanoVectorDBStorage`` as PrismRAG runs it: its client journaled, updated in O(rows written), saved by orjson.
 
-LightRAG's storage constructs a ``nano_vectordb.NanoVectorDB`` client when it starts, when it reloads after
-another process wrote, and on ``drop``; :class:`PrismNanoVectorDBStorage` hands each such client to
+LightRAG's storage constructs a ``nano_vectordb.NanoVectorDB`` client when it starts (here: on first use), when it
+reloads after another process wrote, and on ``drop``; :class:`PrismNanoVectorDBStorage` hands each such client to
 :meth:`JournaledNanoVectorDB.adopt` (the client's class becomes the journaled one and its file's journal is
 replayed), and its save appends to the journal when the file is journaled (``register_files``).
+
+The file is read when the client is first used, not when LightRAG makes the storage: a process that never reads a
+store does not hold it (the relation vectors in a process answering ``prism`` and ``hipporag``), and a first read
+through ``_get_client`` runs in a thread. A wrong embedder is still named when the storage is made
+(:func:`check_stored_dimension`).
 
 Under ``serve --workers N`` a process flagged by another's write applies what that one appended to the journal
 instead of reading the file whole (``journal.catch_up``); a whole read, when needed, runs in a thread.
 
-Private coupling: the storage's ``_save_to_disk_locked``, ``_reload_client_from_disk_locked`` and ``_get_client``
-(overridden, in the symbol registry with nano-vectordb's ``upsert``, ``delete``, ``get`` and ``save``), its
-``_client`` and ``_client_file_name``, and nano-vectordb's ``__storage`` dict (rows and matrix, updated in place).
+Private coupling: the storage's ``__post_init__`` (LightRAG 1.5.7's without the read, checked against LightRAG's by
+``tests/storages/test_lazy_vector_store.py``), ``_save_to_disk_locked``, ``_reload_client_from_disk_locked`` and
+``_get_client`` (overridden, in the symbol registry with nano-vectordb's ``upsert``, ``delete``, ``get`` and
+``save``), its ``_client`` (a property here) and ``_client_file_name``, and nano-vectordb's ``__storage`` dict (rows
+and matrix, updated in place).
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+import os
+import re
+import threading
 from functools import partial
 
 import numpy as np
+from lightrag.file_atomic import reap_orphan_tmp_files
 from lightrag.kg.nano_vector_db_impl import NanoVectorDBStorage
+from lightrag.utils import validate_workspace
 from nano_vectordb import NanoVectorDB
 from nano_vectordb.dbs import Float, array_to_buffer_string, f_ID, f_VECTOR, hash_ndarray, normalize
 
@@ -30,6 +42,7 @@ _NANO_STORAGE = "_NanoVectorDB__storage"
 GROWTH = 1.25  # spare rows allocated when a vector store's matrix grows (amortised appends)
 FEW_IDS_SHARE = 8  # a vector store's get of up to 1/8 of its rows uses the id -> row index; more, one pass
 _PLAIN = (str, int, bool, type(None))
+_NOT_READ = object()  # a vector store's client before its file is read
 
 
 def plain_rows(rows) -> bool:
@@ -206,12 +219,90 @@ class JournaledNanoVectorDB(NanoVectorDB):
             journal.touch(self.storage_file, ids)
 
 
+_STORED_DIM = re.compile(rb'\A\s*\{\s*"embedding_dim"\s*:\s*(\d+)')
+
+
+def check_stored_dimension(file_name: str, dim: int) -> None:
+    """Fail as nano-vectordb's load does (the same ``AssertionError``, which ``PrismRAG`` names) when the file's
+    vectors have another dimension than ``dim``: the file is read on first use, and a wrong embedder must still be
+    named when the storage is made. Reads the file's first bytes (nano-vectordb and this module write
+    ``embedding_dim`` first); a file written otherwise is checked when read."""
+    try:
+        with open(file_name, "rb") as handle:
+            found = _STORED_DIM.match(handle.read(64))
+    except FileNotFoundError:
+        return
+    if found is not None and int(found[1]) != dim:
+        raise AssertionError(f"Embedding dim mismatch, expected: {dim}, but loaded: {int(found[1])}")
+
+
 class PrismNanoVectorDBStorage(NanoVectorDBStorage):
-    """LightRAG's NanoVectorDB storage whose client is a :class:`JournaledNanoVectorDB`."""
+    """LightRAG's NanoVectorDB storage whose client is a :class:`JournaledNanoVectorDB`, read from its file when
+    first used rather than when the storage is made: a process that never reads a store does not hold it (the
+    relation vectors, matrix and rows, in a process that answers ``prism`` and ``hipporag`` queries: 337 MB at
+    9,222 passages)."""
 
     def __post_init__(self):
-        super().__post_init__()
-        JournaledNanoVectorDB.adopt(self._client)
+        """LightRAG 1.5.7's ``NanoVectorDBStorage.__post_init__`` without reading the file (see :attr:`_client`).
+        ``tests/storages/test_lazy_vector_store.py`` checks that it sets what LightRAG's sets."""
+        validate_workspace(self.workspace)
+        self._validate_embedding_func()
+        self._load_lock = threading.Lock()
+        self._client = _NOT_READ
+        self._storage_lock = None
+        self.storage_updated = None
+        kwargs = self.global_config.get("vector_db_storage_cls_kwargs", {})
+        cosine_threshold = kwargs.get("cosine_better_than_threshold")
+        if cosine_threshold is None:
+            raise ValueError("cosine_better_than_threshold must be specified in vector_db_storage_cls_kwargs")
+        self.cosine_better_than_threshold = cosine_threshold
+        workspace_dir = self.global_config["working_dir"]
+        if self.workspace:
+            workspace_dir = os.path.join(workspace_dir, self.workspace)
+            self.final_namespace = f"{self.workspace}_{self.namespace}"
+        else:
+            self.final_namespace = self.namespace
+            self.workspace = ""
+        os.makedirs(workspace_dir, exist_ok=True)
+        self._client_file_name = os.path.join(workspace_dir, f"vdb_{self.namespace}.json")
+        self._max_batch_size = self.global_config["embedding_batch_num"]
+        reap_orphan_tmp_files(self._client_file_name, self.workspace or "_")
+        check_stored_dimension(self._client_file_name, self.embedding_func.embedding_dim)
+        self._pending_upserts = {}
+        self._pending_deletes = set()
+        self._unsaved_deletes = {}
+        self._client_dirty = False
+        self._unsaved_upserts = {}
+
+    @property
+    def _client(self) -> NanoVectorDB:
+        """LightRAG's client attribute, read from the file (and its journal) on first use."""
+        client = self.__dict__["_prism_client"]
+        return self._read_client() if client is _NOT_READ else client
+
+    @_client.setter
+    def _client(self, client) -> None:
+        self.__dict__["_prism_client"] = client
+
+    @property
+    def client_read(self) -> bool:
+        """Whether the client is in memory (tools, tests)."""
+        return self.__dict__["_prism_client"] is not _NOT_READ
+
+    def _read_client(self) -> NanoVectorDB:
+        """Read the client once (the event loop, or a thread from :meth:`_get_client`: whichever comes first)."""
+        with self._load_lock:
+            client = self.__dict__["_prism_client"]
+            if client is _NOT_READ:
+                if self.storage_updated is not None:  # before the read: a write after it flags it again
+                    self.storage_updated.value = False
+                client = JournaledNanoVectorDB.adopt(
+                    NanoVectorDB(self.embedding_func.embedding_dim, storage_file=self._client_file_name))
+                state = journal.registered(self._client_file_name)
+                if state is not None:
+                    journal.adopt(state, client.rows_kind, client.rows_and_matrix)
+                self.__dict__["_prism_client"] = client
+            return client
 
     def _shared_state(self) -> journal.FileState | None:
         """The file's journal state when other processes write it too (LightRAG's multi-process mode)."""
@@ -221,7 +312,11 @@ class PrismNanoVectorDBStorage(NanoVectorDBStorage):
     def _reload_client_from_disk_locked(self, *, for_write: bool = False) -> bool:
         """LightRAG's reload after another process wrote, by applying what it appended to the journal when it can
         (``journal.catch_up``: milliseconds, against 3 s to read the entity store of the 9,000-passage bench index
-        whole)."""
+        whole). A client not read yet is read as the file is when first used: nothing to reload."""
+        if not self.client_read:
+            if self.storage_updated is not None:
+                self.storage_updated.value = False
+            return False
         state = self._shared_state()
         if state is not None and self.storage_updated.value and self._reload_from_journal(state):
             return True
@@ -235,6 +330,9 @@ class PrismNanoVectorDBStorage(NanoVectorDBStorage):
     async def _get_client(self):
         """LightRAG's ``_get_client``; when another process wrote and its appends cannot be applied, the file is
         read whole in a thread rather than on the event loop."""
+        if not self.client_read:
+            async with self._storage_lock:
+                await asyncio.to_thread(self._read_client)
         state = self._shared_state()
         if state is not None and self.storage_updated.value:
             async with self._storage_lock:

@@ -7,14 +7,14 @@ from lightrag_prism import journal
 from ..plugin_state import find_plugin_state
 from .graph import PrismNetworkXStorage
 from .json_stores import JournaledJsonStore
-from .nano import JournaledNanoVectorDB, PrismNanoVectorDBStorage
+from .nano import PrismNanoVectorDBStorage
 
 
 def register_files(rag) -> list[journal.FileState]:
     """Journal the files of ``rag``'s storages: the vector stores, the graph, the JSON KV stores (chunks, documents,
     entity and relation chunk lists, the LLM cache, the plugin's vector cache) and the doc-status store. Called
-    before the storages are initialized; the vector stores and the graph loaded their files when LightRAG
-    constructed them, so their content is noted here.
+    before the storages are initialized; the graph loaded its file when LightRAG constructed it, so its content is
+    noted here (a vector store's, when it reads its file on first use).
 
     In LightRAG's multi-process mode the vector stores and the graph, which every process loads for itself, catch
     up with other processes' appends (``journal.catch_up``); the JSON stores' dicts are shared there, so their
@@ -27,8 +27,8 @@ def register_files(rag) -> list[journal.FileState]:
     for storage in vars(rag).values():
         if isinstance(storage, PrismNanoVectorDBStorage):
             state = journal.register(storage._client_file_name)
-            client = storage._client
-            if isinstance(client, JournaledNanoVectorDB):
+            if storage.client_read:  # else noted when the file is read (``_read_client``)
+                client = storage._client
                 journal.adopt(state, client.rows_kind, client.rows_and_matrix)
         elif isinstance(storage, PrismNetworkXStorage):
             state = journal.register(storage._graphml_xml_file)
