@@ -88,7 +88,8 @@ def structures(rag, snapshot) -> list[tuple[str, object]]:
     from lightrag_prism.backends.embedding_cache import embedding_cache_of
     from lightrag_prism.retrievers.views.passage_graph import hippo_state
 
-    kv = [(f"LightRAG KV: {name}", getattr(getattr(rag, name), "_data", None))
+    kv = [(f"LightRAG KV: {name}" + (" (not read)" if getattr(getattr(rag, name), "unread", False) else ""),
+           None if getattr(getattr(rag, name), "unread", False) else getattr(getattr(rag, name), "_data", None))
           for name in ("full_docs", "text_chunks", "full_entities", "full_relations", "entity_chunks",
                        "relation_chunks", "llm_response_cache", "doc_status")]
     vdb = []

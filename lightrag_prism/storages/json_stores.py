@@ -86,19 +86,25 @@ class JournaledJsonStore:
         async with get_data_init_lock():
             need_init = await try_initialize_namespace(self.namespace, workspace=self.workspace)
             self._data = await get_namespace_data(self.namespace, workspace=self.workspace)
-            if need_init:
+            if need_init and not self._defer_read():
                 loaded = self._read_file()
                 async with self._storage_lock:
                     loaded = await self._loaded(loaded)
                     self._data.update(loaded)
         self._after_load()
 
-    def _read_file(self) -> dict:
-        """The file and its journal (LightRAG's reader; an empty or missing file is empty)."""
+    def _defer_read(self) -> bool:
+        """Whether the file is read on first use instead (the first initializer of the namespace decides)."""
+        return False
+
+    def _read_file(self, file_name: str | None = None) -> dict:
+        """The file (this store's, or ``file_name``) and its journal (LightRAG's reader; an empty or missing file is
+        empty)."""
         from lightrag.utils import load_json
 
-        loaded = load_json(self._file_name)
-        return {} if loaded is None else journal.replay(self._file_name, self.journal_kind, loaded)
+        file_name = file_name or self._file_name
+        loaded = load_json(file_name)
+        return {} if loaded is None else journal.replay(file_name, self.journal_kind, loaded)
 
     async def _loaded(self, data: dict) -> dict:
         """What goes into the shared dict from the file's content (the KV store migrates old cache records)."""

@@ -1,8 +1,10 @@
-"""``JsonKVStorage`` as PrismRAG runs it: journaled (``json_stores.py``), and read without copies by the views."""
+"""``JsonKVStorage`` as PrismRAG runs it: journaled (``json_stores.py``), read without copies by the views, and the
+stores only LightRAG's insert and deletion read left on disk until then."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 from lightrag.kg.json_kv_impl import JsonKVStorage
@@ -10,8 +12,53 @@ from lightrag.kg.json_kv_impl import JsonKVStorage
 from .json_stores import JournaledJsonStore, named_keys
 
 
+# The namespaces only LightRAG's insert and deletion read (the documents, each document's entities and relations,
+# each entity's and relation's chunk lists): read from their file when first used, so a process that only answers
+# queries never holds them (122 MB at 9,239 passages).
+READ_ON_FIRST_USE = frozenset({"full_docs", "full_entities", "full_relations", "entity_chunks", "relation_chunks"})
+# (namespace, workspace) -> the file that fills the process's shared dict of that namespace when first used
+_UNREAD: dict[tuple[str, str], str] = {}
+_UNREAD_LOCK = threading.Lock()
+
+
 class PrismJsonKVStorage(JournaledJsonStore, JsonKVStorage):
-    """LightRAG's JSON KV store whose flushes append to a journal; ``upsert`` and ``delete`` note their keys."""
+    """LightRAG's JSON KV store whose flushes append to a journal; ``upsert`` and ``delete`` note their keys. The
+    :data:`READ_ON_FIRST_USE` namespaces read their file when their dict is first used (LightRAG's methods all go
+    through ``_data``), except in LightRAG's multi-process mode, where the dict is the manager's and the process
+    that initialized it must fill it."""
+
+    @property
+    def _data(self):
+        data = self.__dict__.get("_prism_data")
+        if data is not None and _UNREAD and (self.namespace, self.workspace) in _UNREAD:
+            self._read_deferred(data)
+        return data
+
+    @_data.setter
+    def _data(self, data) -> None:
+        self.__dict__["_prism_data"] = data
+
+    @property
+    def unread(self) -> bool:
+        """Whether the file is still on disk only (tools and tests; reading ``_data`` reads it)."""
+        return (self.namespace, self.workspace) in _UNREAD
+
+    def _defer_read(self) -> bool:
+        from lightrag.kg import shared_storage
+
+        if self.namespace not in READ_ON_FIRST_USE or shared_storage._is_multiprocess:
+            return False
+        with _UNREAD_LOCK:
+            _UNREAD[(self.namespace, self.workspace)] = self._file_name
+        return True
+
+    def _read_deferred(self, data: dict) -> None:
+        with _UNREAD_LOCK:
+            file_name = _UNREAD.get((self.namespace, self.workspace))
+            if file_name is None:  # read meanwhile
+                return
+            data.update(self._read_file(file_name))
+            del _UNREAD[(self.namespace, self.workspace)]
 
     async def _loaded(self, data: dict) -> dict:
         if self.namespace.endswith("_cache"):  # as LightRAG's initialize does

@@ -80,6 +80,8 @@ def adopt_shared_namespaces(rag) -> int:
 
     adopted = 0
     for storage, kind in _json_stores(rag):
+        if getattr(storage, "unread", False):  # noted when its file is read, on first use
+            continue
         state, data = journal.registered(storage._file_name), getattr(storage, "_data", None)
         if state is None or state.saved is not None or not isinstance(data, dict) \
                 or not os.path.exists(storage._file_name):
