@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import gc
 import logging
 from typing import Iterator
@@ -142,6 +143,19 @@ def settle_heap(freeze: bool) -> None:
     gc.collect()
     if freeze:
         gc.freeze()
+    return_free_memory()
+
+
+def return_free_memory() -> bool:
+    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``); False where the C library has no
+    such call (macOS, musl). Opening an index frees transient buffers (files' text, vectors read before they are
+    copied into the indexes) that glibc keeps mapped: 80 MB resident for nothing after opening the 9,239-passage
+    bench index, about 90 MB at 1,000 and 2,000 passages."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return False
+    return bool(trim(0))
 
 
 async def prepare_query_state(rag, settle_from: int | None = None) -> bool:
