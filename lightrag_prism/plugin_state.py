@@ -7,7 +7,7 @@ Two namespaces, both honouring ``workspace``:
   same storages see the same state;
 * ``prism_vectors``: the hipporag/prism name and fact embeddings, one record per vector (float32, base64), a
   cache keyed by index and id: an instance embeds only what neither its memory nor the store holds. On the file
-  storages the vectors are in ``prism_vectors.bin`` instead (``storages/vector_log.py``: read from disk when
+  storages the vectors are in ``prism_vectors.bin`` instead (``vector_log.py``: read from disk when
   asked for, not held in memory; a ``kv_store_prism_vectors.json`` of an older version is converted once).
 
 Why KV and not a vector store: the modes need the whole matrix in memory for one dense product, and exact
@@ -135,7 +135,7 @@ class KVVectors:
 
 class VectorCache:
     """Vectors by (index, id) in a backend: :class:`KVVectors`, or on the file storages
-    ``storages.vector_log.FileVectors`` (a file of its own, not held in memory)."""
+    ``vector_log.FileVectors`` (a file of its own, not held in memory)."""
 
     def __init__(self, backend) -> None:
         self.backend = backend
@@ -216,7 +216,7 @@ class PluginState:
         if self.on_postgres:
             self.vectors_store = self.documents_store
         elif _file_name(self.documents_store) is not None:
-            from .storages.vector_log import FileVectors
+            from .vector_log import FileVectors
 
             folder = os.path.dirname(_file_name(self.documents_store))
             self._vector_file = FileVectors(os.path.join(folder, VECTOR_FILE))

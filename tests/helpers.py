@@ -187,3 +187,13 @@ def read_store_file(path: str) -> dict | None:
         for record in journal.read_journal(path):
             journal.TrackedKVKind.apply(data, record)
     return data
+
+
+async def opened_offline_rag(working_dir, workspace: str = "w", **overrides):
+    """A PrismRAG on ``working_dir`` with the cheap hash embedder and no LLM, its storages initialized."""
+    from lightrag_prism import PrismRAG
+
+    rag = PrismRAG(working_dir=str(working_dir), workspace=workspace, embedding_func=hash_embedding_func(),
+                   **overrides)
+    await rag.initialize_storages()
+    return rag

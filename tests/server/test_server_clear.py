@@ -9,7 +9,7 @@ import time
 import httpx
 import pytest
 
-from lightrag_prism.storages.vector_log import VectorLog
+from lightrag_prism.vector_log import VectorLog
 from tests.scripted_server import ScriptedServer
 from tests.server.support import running_server, server_env, wait_processed
 

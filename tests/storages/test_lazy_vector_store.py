@@ -10,9 +10,9 @@ import pytest
 from lightrag.kg.nano_vector_db_impl import NanoVectorDBStorage
 from lightrag.kg.shared_storage import initialize_share_data
 
-from lightrag_prism import PrismQueryParam, PrismRAG
+from lightrag_prism import PrismQueryParam
 from lightrag_prism.storages.nano import PrismNanoVectorDBStorage
-from tests.helpers import hash_embedding_func
+from tests.helpers import hash_embedding_func, opened_offline_rag
 
 
 def _config(tmp_path) -> dict:
@@ -44,18 +44,13 @@ async def test_a_store_no_query_reads_stays_on_disk_and_answers_as_before_once_r
     docs = ["Marie Curie was born in Warsaw. She won the Nobel Prize in Physics.",
             "Pierre Curie worked in Paris with Marie Curie. Paris is the capital of France."]
 
-    async def opened() -> PrismRAG:
-        rag = PrismRAG(working_dir=str(tmp_path), workspace="w", embedding_func=hash_embedding_func())
-        await rag.initialize_storages()
-        return rag
-
-    rag = await opened()
+    rag = await opened_offline_rag(tmp_path)
     try:
         await rag.ainsert(docs)
         relations_before = await rag.relationships_vdb.query("Curie Paris", top_k=5)
     finally:
         await rag.finalize_storages()
-    rag = await opened()
+    rag = await opened_offline_rag(tmp_path)
     try:
         for mode in ("prism", "hipporag", "naive"):
             await rag.aquery_data("Where was Marie Curie born?", PrismQueryParam(mode=mode))

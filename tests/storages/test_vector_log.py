@@ -1,4 +1,4 @@
-"""The vector cache's file on the file storages (``storages/vector_log.py``): what is written reads back, across
+"""The vector cache's file on the file storages (``vector_log.py``): what is written reads back, across
 objects and processes, through compactions, a record cut short and a conversion from the older JSON store."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from lightrag_prism.storages import vector_log
-from lightrag_prism.storages.vector_log import FileVectors, VectorLog, VectorLogError, log_key
+from lightrag_prism import vector_log
+from lightrag_prism.vector_log import FileVectors, VectorLog, VectorLogError, log_key
 
 
 def _vectors(count: int, dim: int = 8, seed: int = 0) -> np.ndarray:
@@ -48,7 +48,7 @@ def test_another_process_appends_and_compacts_and_this_one_follows(tmp_path):
     assert len(mine.read(keys[:10])) == 10
     other = textwrap.dedent(f"""
         import numpy as np
-        from lightrag_prism.storages import vector_log
+        from lightrag_prism import vector_log
         vector_log.COMPACT_MIN_RECORDS = 8
         log = vector_log.VectorLog({path!r})
         vectors = np.random.default_rng(0).standard_normal((40, 8)).astype(np.float32)
@@ -74,7 +74,7 @@ def test_writers_in_two_processes_at_once_lose_nothing(tmp_path):
     script = textwrap.dedent(f"""
         import sys
         import numpy as np
-        from lightrag_prism.storages import vector_log
+        from lightrag_prism import vector_log
         vector_log.COMPACT_MIN_RECORDS = 16
         log, who = vector_log.VectorLog({path!r}), sys.argv[1]
         for round in range(30):
@@ -202,17 +202,12 @@ async def test_the_older_json_store_is_converted_once_and_removed(tmp_path):
 
 @pytest.mark.asyncio
 async def test_an_index_with_the_older_json_store_opens_without_embedding_its_vectors_again(tmp_path):
-    from lightrag_prism import PrismQueryParam, PrismRAG
+    from lightrag_prism import PrismQueryParam
     from lightrag_prism.plugin_state import _record, encode_vector, plugin_state, vector_key
     from lightrag_prism.retrievers.views.passage_graph import hippo_state
-    from tests.helpers import hash_embedding_func
+    from tests.helpers import opened_offline_rag
 
-    async def opened() -> PrismRAG:
-        rag = PrismRAG(working_dir=str(tmp_path), workspace="w", embedding_func=hash_embedding_func())
-        await rag.initialize_storages()
-        return rag
-
-    rag = await opened()
+    rag = await opened_offline_rag(tmp_path)
     try:
         await rag.ainsert(["Marie Curie was born in Warsaw. She won the Nobel Prize in Physics.",
                            "Pierre Curie worked in Paris with Marie Curie."])
@@ -228,7 +223,7 @@ async def test_an_index_with_the_older_json_store_opens_without_embedding_its_ve
     (folder / "kv_store_prism_vectors.json").write_text(json.dumps(
         {vector_key(name, vid): _record(vid, encode_vector(vector), "prism_vector")
          for name, vectors in held.items() for vid, vector in vectors.items()}))
-    rag = await opened()
+    rag = await opened_offline_rag(tmp_path)
     try:
         await rag.aquery_data("Where did Pierre Curie work?", PrismQueryParam(mode="hipporag"))
         state = hippo_state(rag)
