@@ -36,21 +36,54 @@ def unit_rows(matrix: np.ndarray) -> np.ndarray:
     return (matrix / np.where(norms == 0, 1.0, norms)).astype(np.float32)
 
 
-async def vectors_by_id(vdb, ids: list[str], texts: list[str], embedding_func, dim: int) -> np.ndarray:
-    """Rows for ``ids`` in order; ids the store lacks are embedded from ``texts`` (same order as ids)."""
-    found = await vdb.get_vectors_by_ids(ids) if ids else {}
+async def vectors_by_id(vdb, ids: list[str], texts: list[str], embedding_func, dim: int,
+                        kept: VectorsKept | None = None) -> np.ndarray:
+    """Rows for ``ids`` in order; ids the store lacks are embedded from ``texts`` (same order as ids). ``kept``:
+    rows already read for the same id and text come from there, and what is read or embedded goes there."""
     out = np.zeros((len(ids), dim), dtype=np.float32)
-    missing = []
-    for i, vid in enumerate(ids):
-        vec = found.get(vid)
-        if vec is None or len(vec) != dim:
-            missing.append(i)
-        else:
-            out[i] = vec
+    held = await kept.get(ids, texts) if kept is not None else {}
+    ask = [i for i in range(len(ids)) if i not in held]
+    found = await vdb.get_vectors_by_ids([ids[i] for i in ask]) if ask else {}
+    missing, new = [], {}
+    for i in range(len(ids)):
+        vec = held.get(i)
+        if vec is None:
+            vec = found.get(ids[i])
+            if vec is None or len(vec) != dim:
+                missing.append(i)
+                continue
+            new[i] = vec
+        out[i] = vec
     if missing:
         embedded = await embedding_func([texts[i] for i in missing])
         out[missing] = np.asarray(embedded, dtype=np.float32)
+        new.update((i, out[i]) for i in missing)
+    if kept is not None and new:
+        await kept.put({i: out[i] for i in new}, ids, texts)
     return unit_rows(out)
+
+
+class VectorsKept:
+    """A vector store's vectors as the views read them, kept in the plugin's vector cache by (id, text): a process
+    that opens the index builds the entity view from there instead of reading LightRAG's entity store, which then
+    stays on disk (its matrix and rows: 281 MB at 9,239 passages; ``storages/nano.py`` reads it on first use).
+    Keyed by the text the store embeds for the id, so a changed description misses and is read again. Values are
+    what ``get_vectors_by_ids`` gave (before :func:`unit_rows`), so the rows are the same either way."""
+
+    def __init__(self, cache, index: str) -> None:
+        self.cache, self.index = cache, index
+
+    @staticmethod
+    def _key(vid: str, text: str) -> str:
+        return f"{vid}\0{text}"
+
+    async def get(self, ids: list[str], texts: list[str]) -> dict[int, np.ndarray]:
+        keys = [self._key(vid, text) for vid, text in zip(ids, texts)]
+        found = await self.cache.get(self.index, keys)
+        return {i: found[key] for i, key in enumerate(keys) if key in found}
+
+    async def put(self, rows: dict[int, np.ndarray], ids: list[str], texts: list[str]) -> None:
+        await self.cache.update(self.index, {self._key(ids[i], texts[i]): row for i, row in rows.items()})
 
 
 def matched_rows(keys: list, texts: list[str], base_keys: list, base_texts: list) -> np.ndarray:
@@ -63,7 +96,8 @@ def matched_rows(keys: list, texts: list[str], base_keys: list, base_texts: list
 
 
 async def vectors_carrying(rag, vdb, sources: np.ndarray, base_rows: np.ndarray | None,
-                           item: Callable[[int], tuple[str, str]], absent: np.ndarray | None = None) -> np.ndarray:
+                           item: Callable[[int], tuple[str, str]], absent: np.ndarray | None = None,
+                           kept: VectorsKept | None = None) -> np.ndarray:
     """Unit rows, one per entry of ``sources``: row ``sources[i]`` of ``base_rows`` where it is >= 0, the others
     read from ``vdb`` by id (or embedded), ``item(i) -> (id, text)`` naming them (built for those rows only).
     Entries where ``absent`` (a chunk whose record is gone) get a zero row, neither read nor embedded."""
@@ -77,8 +111,23 @@ async def vectors_carrying(rag, vdb, sources: np.ndarray, base_rows: np.ndarray 
     missing = np.flatnonzero(~keep & ~absent).tolist()
     if missing:
         ids, texts = zip(*(item(i) for i in missing))
-        out[missing] = await vectors_by_id(vdb, list(ids), list(texts), rag.embedding_func, dim)
+        out[missing] = await vectors_by_id(vdb, list(ids), list(texts), rag.embedding_func, dim, kept)
     return out
+
+
+ENTITY_VECTORS_KEPT = "entity_vectors"  # the vector cache's index of the entity store's vectors
+
+
+def _kept(rag, vdb, index: str) -> VectorsKept | None:
+    """The entity store's vectors kept in the plugin's vector cache, when that store is a file read on first use
+    (the other backends hold nothing in this process: nothing to spare)."""
+    from .plugin_state import find_plugin_state
+    from .storages.nano import PrismNanoVectorDBStorage
+
+    owner = find_plugin_state(rag)
+    if owner is None or not owner.ready or not isinstance(vdb, PrismNanoVectorDBStorage):
+        return None
+    return VectorsKept(owner.vectors, index)
 
 
 def _unchanged(snapshot: GraphSnapshot, base: GraphSnapshot | None, name: str, which: int) -> tuple:
@@ -98,7 +147,8 @@ async def entity_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None
             return entity_vdb_id(name), f"{name}\n{snapshot.node_data[i].get('description', '')}"
 
         snapshot.derived["entity_vectors"] = await vectors_carrying(
-            rag, rag.entities_vdb, *_unchanged(snapshot, base, "entity_vectors", 0), item)
+            rag, rag.entities_vdb, *_unchanged(snapshot, base, "entity_vectors", 0), item,
+            kept=_kept(rag, rag.entities_vdb, ENTITY_VECTORS_KEPT))
     return snapshot.derived["entity_vectors"]
 
 

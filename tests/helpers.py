@@ -189,10 +189,15 @@ def read_store_file(path: str) -> dict | None:
     return data
 
 
-async def opened_offline_rag(working_dir, workspace: str = "w", **overrides):
-    """A PrismRAG on ``working_dir`` with the cheap hash embedder and no LLM, its storages initialized."""
+async def opened_offline_rag(working_dir, **overrides):
+    """A PrismRAG on ``working_dir`` with the cheap hash embedder and no LLM, its storages initialized. Its workspace
+    is named after the directory: LightRAG shares a namespace's data among the instances of a process by workspace,
+    whatever their directories, so two tests' indexes must not share one."""
+    import hashlib
+
     from lightrag_prism import PrismRAG
 
+    workspace = "w" + hashlib.sha1(str(working_dir).encode()).hexdigest()[:10]
     rag = PrismRAG(working_dir=str(working_dir), workspace=workspace, embedding_func=hash_embedding_func(),
                    **overrides)
     await rag.initialize_storages()

@@ -92,3 +92,46 @@ async def test_writes_to_a_store_not_read_yet_land_on_what_the_file_holds(tmp_pa
     await third.initialize()
     rows = await third.get_by_ids([f"c{i}" for i in range(10)])
     assert [row["id"] for row in rows if row] == ["c0", "c1", "c2", "c3", "c4", "c9"]
+
+
+@pytest.mark.asyncio
+async def test_the_entity_view_comes_from_the_vector_cache_equal_to_the_entity_store(tmp_path):
+    """A process that opens the index builds its entity view from the vectors kept in the plugin's cache: LightRAG's
+    entity store is not read, the kept vectors are the store's, bit for bit, and the view is those rows normalised;
+    an entity whose description changed misses and is read from the store again."""
+    from lightrag_prism.plugin_state import plugin_state
+    from lightrag_prism.vectors import ENTITY_VECTORS_KEPT, VectorsKept, entity_vdb_id, unit_rows
+
+    initialize_share_data()
+    rag = await opened_offline_rag(tmp_path)
+    try:
+        await rag.ainsert(["Marie Curie was born in Warsaw. She won the Nobel Prize in Physics.",
+                           "Pierre Curie worked in Paris with Marie Curie. Paris is the capital of France."])
+    finally:
+        await rag.finalize_storages()
+
+    async def check(rag) -> None:
+        snapshot = await rag.graph_snapshot()
+        ids = [entity_vdb_id(name) for name in snapshot.node_ids]
+        texts = [f"{name}\n{data.get('description', '')}" for name, data in zip(snapshot.node_ids,
+                                                                               snapshot.node_data)]
+        kept = await VectorsKept(plugin_state(rag).vectors, ENTITY_VECTORS_KEPT).get(ids, texts)
+        assert sorted(kept) == list(range(len(ids)))  # every entity, under its current text
+        stored = await rag.entities_vdb.get_vectors_by_ids(ids)
+        for i, vid in enumerate(ids):
+            np.testing.assert_array_equal(kept[i], stored[vid])
+        # the norm's last bit depends on the array's alignment (numpy's SIMD reduction), not on where rows came from
+        np.testing.assert_allclose(snapshot.derived["entity_vectors"], unit_rows(np.stack([stored[v] for v in ids])),
+                                   rtol=0, atol=1e-7)
+
+    rag = await opened_offline_rag(tmp_path)
+    try:
+        for mode in ("prism", "hipporag"):
+            await rag.aquery_data("Where was Marie Curie born?", PrismQueryParam(mode=mode))
+        assert not rag.entities_vdb.client_read and not rag.relationships_vdb.client_read
+        await check(rag)
+        await rag.aedit_entity("Warsaw", {"description": "Warsaw is the capital of Poland, on the Vistula."})
+        await rag.aquery_data("Where was Marie Curie born?", PrismQueryParam(mode="prism"))
+        await check(rag)
+    finally:
+        await rag.finalize_storages()

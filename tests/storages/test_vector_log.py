@@ -218,7 +218,7 @@ async def test_an_index_with_the_older_json_store_opens_without_embedding_its_ve
         await rag.finalize_storages()
     assert all(held.values()) and all(len(v) == len(i.ids) for v, i in zip(held.values(), (state.name_index,
                                                                                           state.fact_index)))
-    folder = tmp_path / "w"
+    folder = tmp_path / rag.workspace
     os.remove(folder / "prism_vectors.bin")  # as an older version left it: the vectors in a JSON KV store
     (folder / "kv_store_prism_vectors.json").write_text(json.dumps(
         {vector_key(name, vid): _record(vid, encode_vector(vector), "prism_vector")
