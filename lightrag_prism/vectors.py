@@ -65,8 +65,9 @@ async def vectors_by_id(vdb, ids: list[str], texts: list[str], embedding_func, d
 
 class VectorsKept:
     """A vector store's vectors as the views read them, kept in the plugin's vector cache by (id, text): a process
-    that opens the index builds the entity view from there instead of reading LightRAG's entity store, which then
-    stays on disk (its matrix and rows: 281 MB at 9,239 passages; ``storages/nano.py`` reads it on first use).
+    that opens the index builds the entity and passage views from there instead of reading LightRAG's entity and
+    chunk stores, which then stay on disk unless a mode queries them (the entity store's matrix and rows: 281 MB at
+    9,239 passages; ``storages/nano.py`` reads a store on first use).
     Keyed by the text the store embeds for the id, so a changed description misses and is read again. Values are
     what ``get_vectors_by_ids`` gave (before :func:`unit_rows`), so the rows are the same either way."""
 
@@ -115,12 +116,13 @@ async def vectors_carrying(rag, vdb, sources: np.ndarray, base_rows: np.ndarray 
     return out
 
 
-ENTITY_VECTORS_KEPT = "entity_vectors"  # the vector cache's index of the entity store's vectors
+# the vector cache's indexes of the entity and chunk stores' vectors
+ENTITY_VECTORS_KEPT, CHUNK_VECTORS_KEPT = "entity_vectors", "chunk_vectors"
 
 
-def _kept(rag, vdb, index: str) -> VectorsKept | None:
-    """The entity store's vectors kept in the plugin's vector cache, when that store is a file read on first use
-    (the other backends hold nothing in this process: nothing to spare)."""
+def kept_vectors(rag, vdb, index: str) -> VectorsKept | None:
+    """``vdb``'s vectors kept in the plugin's vector cache under ``index``, when that store is a file read on first
+    use (the other backends hold nothing in this process: nothing to spare)."""
     from .plugin_state import find_plugin_state
     from .storages.nano import PrismNanoVectorDBStorage
 
@@ -148,7 +150,7 @@ async def entity_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None
 
         snapshot.derived["entity_vectors"] = await vectors_carrying(
             rag, rag.entities_vdb, *_unchanged(snapshot, base, "entity_vectors", 0), item,
-            kept=_kept(rag, rag.entities_vdb, ENTITY_VECTORS_KEPT))
+            kept=kept_vectors(rag, rag.entities_vdb, ENTITY_VECTORS_KEPT))
     return snapshot.derived["entity_vectors"]
 
 
@@ -185,8 +187,9 @@ async def chunk_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None 
             else np.full(len(ids), -1, dtype=np.int64)
         # LightRAG's deletion can leave an entity naming a deleted chunk (no extraction cache to rebuild it from)
         gone = np.fromiter((not r for r in records), dtype=bool, count=len(records))
-        snapshot.derived["chunk_vectors"] = await vectors_carrying(rag, rag.chunks_vdb, sources, base_rows,
-                                                                   lambda i: (ids[i], texts[i]), absent=gone)
+        snapshot.derived["chunk_vectors"] = await vectors_carrying(
+            rag, rag.chunks_vdb, sources, base_rows, lambda i: (ids[i], texts[i]), absent=gone,
+            kept=kept_vectors(rag, rag.chunks_vdb, CHUNK_VECTORS_KEPT))
         snapshot.derived["chunk_texts"] = texts
     return snapshot.derived["chunk_vectors"]
 

@@ -97,10 +97,11 @@ async def test_writes_to_a_store_not_read_yet_land_on_what_the_file_holds(tmp_pa
 @pytest.mark.asyncio
 async def test_the_entity_view_comes_from_the_vector_cache_equal_to_the_entity_store(tmp_path):
     """A process that opens the index builds its entity view from the vectors kept in the plugin's cache: LightRAG's
-    entity store is not read, the kept vectors are the store's, bit for bit, and the view is those rows normalised;
-    an entity whose description changed misses and is read from the store again."""
+    entity store is not read (nor the chunk store, for the passage view), the kept vectors are the store's, bit for
+    bit, and the view is those rows normalised; an entity whose description changed misses and is read again."""
     from lightrag_prism.plugin_state import plugin_state
-    from lightrag_prism.vectors import ENTITY_VECTORS_KEPT, VectorsKept, entity_vdb_id, unit_rows
+    from lightrag_prism.vectors import (CHUNK_VECTORS_KEPT, ENTITY_VECTORS_KEPT, VectorsKept, entity_vdb_id,
+                                        unit_rows)
 
     initialize_share_data()
     rag = await opened_offline_rag(tmp_path)
@@ -123,12 +124,19 @@ async def test_the_entity_view_comes_from_the_vector_cache_equal_to_the_entity_s
         # the norm's last bit depends on the array's alignment (numpy's SIMD reduction), not on where rows came from
         np.testing.assert_allclose(snapshot.derived["entity_vectors"], unit_rows(np.stack([stored[v] for v in ids])),
                                    rtol=0, atol=1e-7)
+        chunks = snapshot.chunk_ids
+        contents = [r["content"] for r in await rag.text_chunks.get_by_ids(chunks)]
+        kept = await VectorsKept(plugin_state(rag).vectors, CHUNK_VECTORS_KEPT).get(chunks, contents)
+        stored = await rag.chunks_vdb.get_vectors_by_ids(chunks)
+        assert sorted(kept) == list(range(len(chunks)))
+        for i, vid in enumerate(chunks):
+            np.testing.assert_array_equal(kept[i], stored[vid])
 
     rag = await opened_offline_rag(tmp_path)
     try:
         for mode in ("prism", "hipporag"):
             await rag.aquery_data("Where was Marie Curie born?", PrismQueryParam(mode=mode))
-        assert not rag.entities_vdb.client_read and not rag.relationships_vdb.client_read
+        assert not (rag.entities_vdb.client_read or rag.relationships_vdb.client_read or rag.chunks_vdb.client_read)
         await check(rag)
         await rag.aedit_entity("Warsaw", {"description": "Warsaw is the capital of Poland, on the Vistula."})
         await rag.aquery_data("Where was Marie Curie born?", PrismQueryParam(mode="prism"))

@@ -41,7 +41,7 @@ from ...patches import pg_reads
 from ...plugin_state import find_plugin_state
 from ...prose import passage_title
 from ...snapshot import GraphSnapshot, node_moves
-from ...vectors import chunk_records, vectors_carrying
+from ...vectors import CHUNK_VECTORS_KEPT, chunk_records, kept_vectors, vectors_carrying
 from .index import EmbeddingIndex, IndexRows
 from .lexical import Lexicon, LexicalIndex, fused_scores
 from .passage_rank import PASSAGE_PPR_DTYPE, PassageGraph, build_passage_graph, dense_head_rows
@@ -327,7 +327,7 @@ async def _passages(rag, snapshot: GraphSnapshot, base: "HippoGraph | None", wri
     # empty text is not embedded, and it is never ranked (``passage_valid``).
     valid = np.fromiter((d["valid"] for d in data), dtype=bool, count=len(data))
     vectors = await vectors_carrying(rag, rag.chunks_vdb, sources, base_rows, lambda i: (ids[i], texts[i]),
-                                     absent=~valid)
+                                     absent=~valid, kept=kept_vectors(rag, rag.chunks_vdb, CHUNK_VECTORS_KEPT))
     return ids, data, vectors, valid
 
 
