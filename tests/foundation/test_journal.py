@@ -198,7 +198,9 @@ def test_vector_store_delete_of_a_read_only_matrix_is_nano_vectordbs_own(tmp_pat
 
 
 def graph_content(graph) -> tuple[dict, dict]:
-    return journal.GraphKind.content(graph)
+    """Every node and edge with its attributes (the journal notes the keys only)."""
+    return ({node: dict(attrs) for node, attrs in graph.nodes(data=True)},
+            {journal.edge_key(u, v): dict(attrs) for u, v, attrs in graph.edges(data=True)})
 
 
 class UntrackedGraph(journal.GraphKind):
@@ -215,7 +217,8 @@ def read_back_unnoted(path: str, load):
 
 
 def test_an_untracked_graph_reads_back_equal_to_the_live_graph_after_every_flush(registered):
-    """Changed in place, unseen by any hook: the whole-graph comparison finds every change."""
+    """Changed in place, unseen by any hook: with no copy of the attributes to compare with, every such flush
+    rewrites the file, which reads back equal."""
     rng = random.Random(3)
     state = registered("g.graphml")
     live = nx.Graph()
@@ -236,8 +239,7 @@ def test_an_untracked_graph_reads_back_equal_to_the_live_graph_after_every_flush
         journal.flush(state, UntrackedGraph, live, lambda: write_graphml(live, state.file_name))
         read = read_back_unnoted(state.file_name, load_graph)
         assert graph_content(read) == graph_content(live)
-    assert state.appends > 0 and state.touched is None
-    assert journal.compact(state)
+    assert state.appends == 0 and state.rewrites == 50 and state.touched is None
     assert graph_content(nx.read_graphml(state.file_name)) == graph_content(live)
 
 
