@@ -232,3 +232,30 @@ async def test_an_index_with_the_older_json_store_opens_without_embedding_its_ve
         assert not (folder / "kv_store_prism_vectors.json").exists() and (folder / "prism_vectors.bin").exists()
     finally:
         await rag.finalize_storages()
+
+
+def test_the_key_index_answers_as_a_dict_would_through_merges():
+    """``KeyRows`` (sorted arrays and a dict of recent changes) against a plain dict, through random batches small
+    (kept in the dict) and large (merged into the arrays), repeated keys and deletions."""
+    from lightrag_prism.vector_log import KEY, KeyRows
+
+    rng = np.random.default_rng(7)
+    universe = [os.urandom(16) for _ in range(3000)]
+    index, model = KeyRows(), {}
+    index.MERGE_MIN = 64  # merges happen often at this size
+    for step in range(300):
+        size = int(rng.choice([1, 5, 40, 400]))
+        picks = rng.integers(0, len(universe), size)
+        keys = np.array([universe[i] for i in picks], dtype=KEY)
+        rows = np.where(rng.random(size) < 0.25, -1, rng.integers(0, 10**9, size))
+        index.set_many(keys, rows)
+        for key, row in zip(keys.tolist(), rows.tolist()):
+            if row < 0:
+                model.pop(key, None)
+            else:
+                model[key] = row
+        probe = [universe[i] for i in rng.integers(0, len(universe), 50)]
+        assert index.get_many(probe).tolist() == [model.get(key, -1) for key in probe], step
+    assert len(index) == len(model)
+    keys, rows = index.by_row()
+    assert dict(zip(keys.tolist(), rows.tolist())) == model and list(rows) == sorted(rows)
