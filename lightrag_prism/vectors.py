@@ -86,6 +86,14 @@ class VectorsKept:
     async def put(self, rows: dict[int, np.ndarray], ids: list[str], texts: list[str]) -> None:
         await self.cache.update(self.index, {self._key(ids[i], texts[i]): row for i, row in rows.items()})
 
+    async def forget(self, superseded: list[tuple[str, str]], current: list[tuple[str, str]]) -> None:
+        """Drop the copies of ``superseded`` (id, text) pairs (a changed description, a removed entity), except
+        those still ``current``: without this the file would keep a record per description an entity ever had."""
+        keep = {self._key(vid, text) for vid, text in current}
+        dropped = [key for key in (self._key(vid, text) for vid, text in superseded) if key not in keep]
+        if dropped:
+            await self.cache.update(self.index, {}, dropped)
+
 
 def matched_rows(keys: list, texts: list[str], base_keys: list, base_texts: list) -> np.ndarray:
     """For each (key, text), the index of the same key with the same text in the base lists, else -1. Matched by key
@@ -98,10 +106,13 @@ def matched_rows(keys: list, texts: list[str], base_keys: list, base_texts: list
 
 async def vectors_carrying(rag, vdb, sources: np.ndarray, base_rows: np.ndarray | None,
                            item: Callable[[int], tuple[str, str]], absent: np.ndarray | None = None,
-                           kept: VectorsKept | None = None) -> np.ndarray:
+                           kept: VectorsKept | None = None,
+                           base_item: Callable[[int], tuple[str, str]] | None = None) -> np.ndarray:
     """Unit rows, one per entry of ``sources``: row ``sources[i]`` of ``base_rows`` where it is >= 0, the others
     read from ``vdb`` by id (or embedded), ``item(i) -> (id, text)`` naming them (built for those rows only).
-    Entries where ``absent`` (a chunk whose record is gone) get a zero row, neither read nor embedded."""
+    Entries where ``absent`` (a chunk whose record is gone) get a zero row, neither read nor embedded. ``kept``:
+    the copies those reads go through; the copies of base rows no entry carries (``base_item(j) -> (id, text)``:
+    changed or gone) are dropped from it."""
     dim = rag.embedding_func.embedding_dim
     keep = sources >= 0 if base_rows is not None else np.zeros(len(sources), dtype=bool)
     absent = np.zeros(len(sources), dtype=bool) if absent is None else np.asarray(absent, dtype=bool)
@@ -110,9 +121,13 @@ async def vectors_carrying(rag, vdb, sources: np.ndarray, base_rows: np.ndarray 
     out = base_rows[np.maximum(sources, 0)] if keep.any() else np.zeros((len(sources), dim), dtype=np.float32)
     out[absent] = 0.0
     missing = np.flatnonzero(~keep & ~absent).tolist()
+    ids, texts = zip(*(item(i) for i in missing)) if missing else ((), ())
     if missing:
-        ids, texts = zip(*(item(i) for i in missing))
         out[missing] = await vectors_by_id(vdb, list(ids), list(texts), rag.embedding_func, dim, kept)
+    if kept is not None and base_item is not None and base_rows is not None:
+        carried = np.zeros(len(base_rows), dtype=bool)
+        carried[sources[sources >= 0]] = True
+        await kept.forget([base_item(j) for j in np.flatnonzero(~carried).tolist()], list(zip(ids, texts)))
     return out
 
 
@@ -144,13 +159,14 @@ def _unchanged(snapshot: GraphSnapshot, base: GraphSnapshot | None, name: str, w
 async def entity_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None = None) -> np.ndarray:
     """(N, d) entity vectors aligned with ``snapshot.node_ids`` (rows of unchanged entities carried from ``base``)."""
     if "entity_vectors" not in snapshot.derived:
-        def item(i: int) -> tuple[str, str]:
-            name = snapshot.node_ids[i]
-            return entity_vdb_id(name), f"{name}\n{snapshot.node_data[i].get('description', '')}"
+        def entity(snap: GraphSnapshot, i: int) -> tuple[str, str]:
+            name = snap.node_ids[i]
+            return entity_vdb_id(name), f"{name}\n{snap.node_data[i].get('description', '')}"
 
         snapshot.derived["entity_vectors"] = await vectors_carrying(
-            rag, rag.entities_vdb, *_unchanged(snapshot, base, "entity_vectors", 0), item,
-            kept=kept_vectors(rag, rag.entities_vdb, ENTITY_VECTORS_KEPT))
+            rag, rag.entities_vdb, *_unchanged(snapshot, base, "entity_vectors", 0), lambda i: entity(snapshot, i),
+            kept=kept_vectors(rag, rag.entities_vdb, ENTITY_VECTORS_KEPT),
+            base_item=(lambda j: entity(base, j)) if base is not None else None)
     return snapshot.derived["entity_vectors"]
 
 
@@ -189,7 +205,9 @@ async def chunk_matrix(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None 
         gone = np.fromiter((not r for r in records), dtype=bool, count=len(records))
         snapshot.derived["chunk_vectors"] = await vectors_carrying(
             rag, rag.chunks_vdb, sources, base_rows, lambda i: (ids[i], texts[i]), absent=gone,
-            kept=kept_vectors(rag, rag.chunks_vdb, CHUNK_VECTORS_KEPT))
+            kept=kept_vectors(rag, rag.chunks_vdb, CHUNK_VECTORS_KEPT),
+            base_item=(lambda j: (base.chunk_ids[j], base.derived["chunk_texts"][j])) if base_rows is not None
+            else None)
         snapshot.derived["chunk_texts"] = texts
     return snapshot.derived["chunk_vectors"]
 

@@ -138,8 +138,15 @@ async def test_the_entity_view_comes_from_the_vector_cache_equal_to_the_entity_s
             await rag.aquery_data("Where was Marie Curie born?", PrismQueryParam(mode=mode))
         assert not (rag.entities_vdb.client_read or rag.relationships_vdb.client_read or rag.chunks_vdb.client_read)
         await check(rag)
+        snapshot = await rag.graph_snapshot()
+        before = {name: (entity_vdb_id(name), f"{name}\n{data.get('description', '')}")
+                  for name, data in zip(snapshot.node_ids, snapshot.node_data) if name in ("Warsaw", "Paris")}
         await rag.aedit_entity("Warsaw", {"description": "Warsaw is the capital of Poland, on the Vistula."})
+        await rag.adelete_by_entity("Paris")
         await rag.aquery_data("Where was Marie Curie born?", PrismQueryParam(mode="prism"))
         await check(rag)
+        # the copies of the old description and of the removed entity are dropped, not kept forever
+        kept = VectorsKept(plugin_state(rag).vectors, ENTITY_VECTORS_KEPT)
+        assert len(before) == 2 and await kept.get(*map(list, zip(*before.values()))) == {}
     finally:
         await rag.finalize_storages()

@@ -326,8 +326,10 @@ async def _passages(rag, snapshot: GraphSnapshot, base: "HippoGraph | None", wri
     # A passage without a record (a deleted chunk LightRAG's deletion left an entity naming) has no vector: its
     # empty text is not embedded, and it is never ranked (``passage_valid``).
     valid = np.fromiter((d["valid"] for d in data), dtype=bool, count=len(data))
-    vectors = await vectors_carrying(rag, rag.chunks_vdb, sources, base_rows, lambda i: (ids[i], texts[i]),
-                                     absent=~valid, kept=kept_vectors(rag, rag.chunks_vdb, CHUNK_VECTORS_KEPT))
+    vectors = await vectors_carrying(
+        rag, rag.chunks_vdb, sources, base_rows, lambda i: (ids[i], texts[i]), absent=~valid,
+        kept=kept_vectors(rag, rag.chunks_vdb, CHUNK_VECTORS_KEPT),
+        base_item=(lambda j: (base.passage_ids[j], base.passage_data[j]["content"])) if base is not None else None)
     return ids, data, vectors, valid
 
 
