@@ -138,11 +138,10 @@ ENTITY_VECTORS_KEPT, CHUNK_VECTORS_KEPT = "entity_vectors", "chunk_vectors"
 def kept_vectors(rag, vdb, index: str) -> VectorsKept | None:
     """``vdb``'s vectors kept in the plugin's vector cache under ``index``, when that store is a file read on first
     use (the other backends hold nothing in this process: nothing to spare)."""
-    from .plugin_state import find_plugin_state
-    from .storages.nano import PrismNanoVectorDBStorage
-
-    owner = find_plugin_state(rag)
-    if owner is None or not owner.ready or not isinstance(vdb, PrismNanoVectorDBStorage):
+    # the instance's plugin state, as ``plugin_state.find_plugin_state`` finds it (not imported: vectors.py sits below)
+    owner = getattr(rag.__dict__.get("prism_seam"), "plugin_state", None)
+    # ``client_read``: a store that reads its file on first use (``storages/nano.py``)
+    if owner is None or not owner.ready or not hasattr(type(vdb), "client_read"):
         return None
     return VectorsKept(owner.vectors, index)
 
