@@ -129,9 +129,6 @@ class KVVectors:
     async def flush(self) -> None:
         await self.store.index_done_callback()
 
-    async def drop(self) -> None:
-        await self.store.drop()
-
 
 class VectorCache:
     """Vectors by (index, id) in a backend: :class:`KVVectors`, or on the file storages

@@ -78,7 +78,7 @@ class KeyRows:
         return len(self.keys) + len(self.recent)
 
     def __len__(self) -> int:
-        self._merge(np.empty(0, dtype=KEY), np.empty(0, dtype=np.int64))
+        self._merge_recent()
         return len(self.keys)
 
     def set_many(self, keys: np.ndarray, rows: np.ndarray) -> None:
@@ -107,9 +107,12 @@ class KeyRows:
 
     def by_row(self) -> tuple[np.ndarray, np.ndarray]:
         """(keys, record numbers) of the keys held, in record order."""
-        len(self)
+        self._merge_recent()
         order = np.argsort(self.rows, kind="stable")
         return self.keys[order], self.rows[order]
+
+    def _merge_recent(self) -> None:
+        self._merge(np.empty(0, dtype=KEY), np.empty(0, dtype=np.int64))
 
     def _merge(self, keys: np.ndarray, rows: np.ndarray) -> None:
         if self.recent:
@@ -155,10 +158,6 @@ class VectorLog:
         with handle, self._mutex:
             self._follow(handle)
             return len(self._rows)  # merges the recent changes
-
-    @property
-    def dim(self) -> int | None:
-        return self._dim
 
     # --- reading ----------------------------------------------------------------------------------------------
 
@@ -410,7 +409,7 @@ class FileVectors:
     def _adopt_json_cache(self, json_path: str) -> int:
         import base64
 
-        import orjson
+        from lightrag.utils import load_json
 
         from lightrag_prism import journal
 
@@ -419,9 +418,8 @@ class FileVectors:
                 return 0
             puts: dict[bytes, np.ndarray] = {}
             if not os.path.exists(self.log.path):  # else converted already (a crash before the removal below)
-                with open(json_path, "rb") as handle:
-                    records = orjson.loads(handle.read() or b"{}")
-                records = journal.replay(json_path, journal.TrackedKVKind, records)
+                # as the JSON store read it: LightRAG's reader, then the journal
+                records = journal.replay(json_path, journal.TrackedKVKind, load_json(json_path) or {})
                 by_dim: dict[int, dict[bytes, np.ndarray]] = {}
                 for key, record in records.items():
                     vid, text = record.get("original_prompt"), record.get("return")
