@@ -8,7 +8,7 @@ import networkx as nx
 import pytest
 
 from lightrag_prism.storages.graph import write_graph_file
-from lightrag_prism.storages.graphml import Unsupported, graphml_text, write_graphml
+from lightrag_prism.storages.graphml import Unsupported, _StreamReader, graphml_text, read_graphml, write_graphml
 
 TRICKY = ["plain", "Zoë Ørsted", "東京タワー", "a & b < c > d", 'quote " and \' apostrophe', "new\nline\ttab",
           "  padded  ", "<SEP>joined<SEP>", "emoji 🎉", "", "]]> cdata end", "\u2028 separator"]
@@ -70,3 +70,80 @@ def test_prism_graph_storage_writes_through_it(tmp_path):
     write_graph_file(graph, str(tmp_path / "g.graphml"), "ws")
     assert edge_data(nx.read_graphml(str(tmp_path / "g.graphml"))) == edge_data(
         read_back(graph, tmp_path / "theirs.graphml", nx.write_graphml))
+
+
+def same_graph(ours: nx.Graph, theirs: nx.Graph) -> None:
+    """Equal as networkx's reader makes them: type, graph data, nodes with data in order, each node's neighbours
+    with edge data in order, edges in order."""
+    assert type(ours) is type(theirs)
+    assert ours.graph == theirs.graph
+    assert list(ours.nodes(data=True)) == list(theirs.nodes(data=True))
+    assert [(u, list(ours.adj[u].items())) for u in ours] == [(u, list(theirs.adj[u].items())) for u in theirs]
+    assert list(ours.edges(data=True)) == list(theirs.edges(data=True))
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("writer", [write_graphml, nx.write_graphml], ids=["ours", "networkx"])
+def test_the_stream_reader_reads_what_networkx_reads(tmp_path, seed, writer):
+    graph = random_graph(seed)
+    rng = random.Random(seed)
+    graph.add_edge("loop", "loop", weight=1.0)  # a self-loop
+    graph.add_node("lonely")  # no data, no edge
+    for node in rng.sample(list(graph), 5):  # edges met before one end's own edges: neighbour orders differ
+        graph.add_edge(node, "late", description="")
+    path = str(tmp_path / "g.graphml")
+    writer(graph, path)
+    assert _StreamReader().read(open(path, "rb")) is not None  # read by the stream, not handed to networkx
+    same_graph(read_graphml(path), nx.read_graphml(path))
+
+
+GRAPHML_HEAD = '<?xml version="1.0"?>\n<graphml xmlns="http://graphml.graphdrawing.org/xmlns">\n'
+
+
+@pytest.mark.parametrize("body", [
+    # typed keys, an empty value (networkx: "" whatever the type), booleans, a comment inside a value, graph data
+    '<key id="a" for="node" attr.name="n" attr.type="int"/><key id="b" for="node" attr.name="ok" attr.type="boolean"/>'
+    '<key id="c" for="edge" attr.name="w" attr.type="double"/><key id="g" for="graph" attr.name="name" '
+    'attr.type="string"/><graph edgedefault="undirected"><data key="g">G</data><node id="x"><data key="a">3</data>'
+    '<data key="b">TRUE</data></node><node id="y"><data key="a"></data><data key="b">0</data></node>'
+    '<node id="x"><data key="a">4</data></node><edge source="y" target="z"><data key="c">2.5</data></edge>'
+    '<edge source="x" target="y"><data key="c">1<!-- c -->2</data></edge></graph>',
+    # no edgedefault
+    '<key id="a" for="node" attr.name="n" attr.type="string"/><graph><node id="1"><data key="a">&amp; &lt;</data>'
+    '</node><edge source="1" target="2"/></graph>',
+], ids=["typed", "plain"])
+def test_hand_written_documents_read_as_networkx_reads_them(tmp_path, body):
+    path = tmp_path / "g.graphml"
+    path.write_text(GRAPHML_HEAD + body + "</graphml>\n")
+    _StreamReader().read(open(path, "rb"))  # no Unsupported
+    same_graph(read_graphml(str(path)), nx.read_graphml(str(path)))
+
+
+@pytest.mark.parametrize("body", [
+    '<graph edgedefault="directed"><node id="a"/><edge source="a" target="b"/></graph>',  # a DiGraph
+    '<graph edgedefault="undirected"><edge source="a" target="b"/><edge source="b" target="a"/></graph>',  # multi
+    '<graph edgedefault="undirected"><edge id="e1" source="a" target="b"/></graph>',  # an edge id attribute
+    '<key id="a" for="node" attr.name="n" attr.type="int"><default>7</default></key>'
+    '<graph edgedefault="undirected"><node id="x"/></graph>',  # a key default
+    '<graph edgedefault="undirected"><edge source="a" target="b"/><node id="c"/></graph>',  # a node after edges
+    '<graph edgedefault="undirected"><node id="a"/></graph><graph edgedefault="undirected"><node id="b"/></graph>',
+], ids=["directed", "parallel", "edge-id", "default", "late-node", "two-graphs"])
+def test_documents_only_networkx_reads_exactly_go_to_networkx(tmp_path, body):
+    path = tmp_path / "g.graphml"
+    path.write_text(GRAPHML_HEAD + body + "</graphml>\n")
+    with pytest.raises(Unsupported):
+        _StreamReader().read(open(path, "rb"))
+    ours, theirs = read_graphml(str(path)), nx.read_graphml(str(path))
+    assert type(ours) is type(theirs) and list(ours.nodes(data=True)) == list(theirs.nodes(data=True))
+    assert sorted(map(str, ours.edges(data=True))) == sorted(map(str, theirs.edges(data=True)))
+
+
+@pytest.mark.parametrize("body", ['<graph><node id="a"><data key="nope">1</data></node></graph>',  # unknown key
+                                  '<graph><node id="a"></graph>'])  # not XML
+def test_a_broken_document_fails_as_networkx_fails(tmp_path, body):
+    path = tmp_path / "g.graphml"
+    path.write_text(GRAPHML_HEAD + body + "</graphml>\n")
+    with pytest.raises(Exception) as theirs:
+        nx.read_graphml(str(path))
+    with pytest.raises(type(theirs.value)):
+        read_graphml(str(path))
