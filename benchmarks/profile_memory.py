@@ -53,10 +53,9 @@ def deep_size(root, seen: set[int]) -> tuple[int, int]:
         seen.add(key)
         if isinstance(obj, np.ndarray):
             if obj.base is None:
-                own += obj.nbytes
+                own += sys.getsizeof(obj)  # an array that owns its buffer counts it in its size (not nbytes again)
             else:
                 stack.append(obj.base)
-            own += sys.getsizeof(obj) if obj.base is None else 0
             continue
         if sp.issparse(obj):
             stack.extend(getattr(obj, name) for name in ("data", "indices", "indptr", "row", "col")
