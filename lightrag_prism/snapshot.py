@@ -404,7 +404,8 @@ class SnapshotCache:
     they did not see, ``refresh(prepare)`` after another process changed it (the current snapshot keeps answering
     meanwhile).
 
-    The previous snapshot is kept in ``previous`` so derived data (e.g. FastRP) can be updated incrementally.
+    The previous snapshot is kept in ``previous`` so derived data (e.g. FastRP) can be updated incrementally, until
+    the current one's views are built (:meth:`release_previous`).
     """
 
     def __init__(self, graph_storage, chunk_storage=None) -> None:
@@ -456,6 +457,13 @@ class SnapshotCache:
             self.patches += 1
         snapshot.changes_through = position
         return snapshot
+
+    def release_previous(self, prepared: GraphSnapshot) -> None:
+        """``prepared`` (the current snapshot) has its views, built from ``previous``: that one is the base of
+        nothing more, so it is let go, and its views (as large as the current ones: 400 MB at 9,000 passages) are
+        freed when the queries still reading it end. Kept, every process that had changed the graph held both."""
+        if prepared is self._current:
+            self.previous = None
 
     def _install(self, snapshot: GraphSnapshot) -> None:
         self.previous, self._current = self._current, snapshot

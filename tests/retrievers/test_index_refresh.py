@@ -201,3 +201,32 @@ async def test_a_passage_whose_record_is_gone_is_never_embedded(tmp_path):
         assert not view.passage_valid[gone] and not view.passage_vectors[gone].any()
     finally:
         await rag.finalize_storages()
+
+
+async def test_the_snapshot_before_is_let_go_once_the_views_are_built_from_it(tmp_path):
+    """After an insert (views prepared at once) and after a deletion (views prepared by the next query), the process
+    holds the current snapshot's views only: the snapshot they were carried from, with its views, is freed."""
+    import gc
+    import weakref
+
+    rag = await _rag(tmp_path)
+    try:
+        await rag.ainsert(FIRST, ids=["a"])
+        first = weakref.ref(await rag.graph_snapshot())
+        assert first().derived.get("query_views_ready")
+        await rag.ainsert(SECOND, ids=["b"])
+        second = await rag.graph_snapshot()
+        assert second is not first() and second.derived.get("query_views_ready")
+        assert rag._snapshots.previous is None
+        gc.collect()
+        assert first() is None
+        await rag.adelete_by_doc_id("a")  # leaves the next snapshot and its views to the first query
+        second = weakref.ref(second)
+        result = await rag.aquery_data("Where does Bob Marsh work?", QueryParam(mode="prism"))
+        third = await rag.graph_snapshot()
+        assert third is not second() and "Alice Vance" not in third.node_ids and result["data"]["chunks"]
+        assert rag._snapshots.previous is None
+        gc.collect()
+        assert second() is None
+    finally:
+        await rag.finalize_storages()

@@ -108,6 +108,9 @@ async def prepare_views(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None
                                  asyncio.to_thread(warm_snapshot, snapshot, base, changes_graph(rag)),
                                  asyncio.to_thread(pin_descriptions, rag, snapshot))
         snapshot.derived[VIEWS_READY] = True
+    snapshots = getattr(rag, "_snapshots", None)
+    if base is not None and snapshots is not None and snapshots.previous is base:
+        snapshots.release_previous(snapshot)
 
 
 async def passages_then_chunks(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None) -> None:
