@@ -34,7 +34,8 @@ class ResourceMonitor:
     background thread while a ``with`` block runs. ``cores_busy``: CPU seconds over wall seconds (2.0 = both
     cores of this machine busy the whole time), split into this process (``main``) and its children
     (``children``: the embedder worker), so a build shows which side bounds it. ``idle_seconds``: the sampled
-    intervals in which the whole tree used less than ``IDLE_CORES`` of a core (everything waiting at once)."""
+    intervals in which the whole tree used less than ``IDLE_CORES`` of a core (everything waiting at once).
+    ``peak_rss_mb_by_process``: the peak of this process and of its children, each on its own."""
 
     IDLE_CORES = 0.25
 
@@ -45,6 +46,7 @@ class ResourceMonitor:
 
         self.process, self.interval = psutil.Process(), interval
         self.peak_rss_mb, self.cpu_seconds, self.wall_seconds = 0.0, 0.0, 0.0
+        self.peak_main_rss_mb = self.peak_children_rss_mb = 0.0  # each side's own peak (not at the same moment)
         self.idle_seconds, self._last = 0.0, None  # (time, tree CPU) of the previous sample
         self._stop, self._thread = threading.Event(), None
         self._cpu: dict[int, float] = {}
@@ -55,15 +57,19 @@ class ResourceMonitor:
     def _sample(self) -> None:
         import psutil
 
-        rss = 0
+        rss = main_rss = 0
         for proc in self._tree():
             try:
                 rss += proc.memory_info().rss
+                if proc.pid == self.process.pid:
+                    main_rss = proc.memory_info().rss
                 times = proc.cpu_times()
                 self._cpu[proc.pid] = times.user + times.system
             except psutil.Error:
                 continue
         self.peak_rss_mb = max(self.peak_rss_mb, rss / 2**20)
+        self.peak_main_rss_mb = max(self.peak_main_rss_mb, main_rss / 2**20)
+        self.peak_children_rss_mb = max(self.peak_children_rss_mb, (rss - main_rss) / 2**20)
         now, cpu = time.perf_counter(), sum(self._cpu.values())
         if self._last is not None and cpu - self._last[1] < self.IDLE_CORES * (now - self._last[0]):
             self.idle_seconds += now - self._last[0]
@@ -92,7 +98,10 @@ class ResourceMonitor:
         self.main_cpu_seconds = self._cpu.get(self.process.pid, 0.0) - self._start_main
 
     def report(self) -> dict:
-        return {"peak_rss_mb": round(self.peak_rss_mb), "cpu_seconds": round(self.cpu_seconds, 1),
+        return {"peak_rss_mb": round(self.peak_rss_mb),
+                "peak_rss_mb_by_process": {"main": round(self.peak_main_rss_mb),
+                                           "children": round(self.peak_children_rss_mb)},
+                "cpu_seconds": round(self.cpu_seconds, 1),
                 "wall_seconds": round(self.wall_seconds, 1),
                 "cores_busy": self._cores(self.cpu_seconds),
                 "cores_busy_by_process": {"main": self._cores(self.main_cpu_seconds),

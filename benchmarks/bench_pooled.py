@@ -82,7 +82,9 @@ def embedder_setup() -> str:
 
 def build_line(resources: dict) -> str:
     split = resources["cores_busy_by_process"]
-    return (f"peak RSS {resources['peak_rss_mb']} MB (with the embedder workers), {resources['cores_busy']} cores "
+    peaks = resources.get("peak_rss_mb_by_process", {})
+    return (f"peak RSS {resources['peak_rss_mb']} MB (with the embedder workers; this process alone "
+            f"{peaks.get('main', '?')} MB, the workers {peaks.get('children', '?')} MB), {resources['cores_busy']} cores "
             f"busy on average over {resources['wall_seconds']} s (this process {split['main']}, embedder workers "
             f"{split['children']}; {resources['idle_seconds']} s with everything waiting)")
 

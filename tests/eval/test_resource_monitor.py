@@ -27,3 +27,16 @@ def test_cpu_of_a_busy_child_is_the_childrens_and_a_sleep_is_idle():
     split = report["cores_busy_by_process"]
     assert split["children"] > split["main"]
     assert abs(split["main"] + split["children"] - report["cores_busy"]) <= 0.011
+
+
+HOLDING_CHILD = ("b = bytearray(200 * 2**20)\n"  # 200 MB touched, held while sampled
+                 "import time\n"
+                 "time.sleep(0.6)\n")
+
+
+def test_the_peak_memory_of_a_child_is_the_childrens():
+    with ResourceMonitor(interval=0.05) as monitor:
+        subprocess.run([sys.executable, "-c", HOLDING_CHILD], check=True)
+    peaks = monitor.report()["peak_rss_mb_by_process"]
+    assert peaks["children"] >= 190
+    assert peaks["main"] < monitor.report()["peak_rss_mb"] - 190
