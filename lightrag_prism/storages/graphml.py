@@ -96,7 +96,6 @@ def write_graphml(graph, path: str) -> None:
         handle.write(text)
 
 
-
 GRAPHML_NS = "http://graphml.graphdrawing.org/xmlns"
 _PYTHON_TYPES = {"string": str, "int": int, "integer": int, "long": int, "float": float, "double": float,
                  "boolean": bool}  # networkx's reading of attr.type (yFiles types aside)
@@ -192,8 +191,9 @@ class _StreamReader:
 
     def _key(self, attributes: dict) -> None:
         kind = attributes.get("attr.type")
-        if "yfiles.type" in attributes or kind not in _PYTHON_TYPES or attributes.get("attr.name") is None:
-            raise Unsupported("a yFiles key, or a key without a known type or name")
+        if "yfiles.type" in attributes or kind not in _PYTHON_TYPES or None in (attributes.get("attr.name"),
+                                                                                 attributes.get("id")):
+            raise Unsupported("a yFiles key, or a key without a known type, a name or an id")
         self.keys[attributes["id"]] = (attributes["attr.name"], _PYTHON_TYPES[kind])
 
     def _edge(self, attributes: dict) -> None:

@@ -93,7 +93,8 @@ def test_the_stream_reader_reads_what_networkx_reads(tmp_path, seed, writer):
         graph.add_edge(node, "late", description="")
     path = str(tmp_path / "g.graphml")
     writer(graph, path)
-    assert _StreamReader().read(open(path, "rb")) is not None  # read by the stream, not handed to networkx
+    with open(path, "rb") as handle:
+        assert _StreamReader().read(handle) is not None  # read by the stream, not handed to networkx
     same_graph(read_graphml(path), nx.read_graphml(path))
 
 
@@ -115,7 +116,8 @@ GRAPHML_HEAD = '<?xml version="1.0"?>\n<graphml xmlns="http://graphml.graphdrawi
 def test_hand_written_documents_read_as_networkx_reads_them(tmp_path, body):
     path = tmp_path / "g.graphml"
     path.write_text(GRAPHML_HEAD + body + "</graphml>\n")
-    _StreamReader().read(open(path, "rb"))  # no Unsupported
+    with path.open("rb") as handle:
+        _StreamReader().read(handle)  # no Unsupported
     same_graph(read_graphml(str(path)), nx.read_graphml(str(path)))
 
 
@@ -131,8 +133,8 @@ def test_hand_written_documents_read_as_networkx_reads_them(tmp_path, body):
 def test_documents_only_networkx_reads_exactly_go_to_networkx(tmp_path, body):
     path = tmp_path / "g.graphml"
     path.write_text(GRAPHML_HEAD + body + "</graphml>\n")
-    with pytest.raises(Unsupported):
-        _StreamReader().read(open(path, "rb"))
+    with pytest.raises(Unsupported), path.open("rb") as handle:
+        _StreamReader().read(handle)
     ours, theirs = read_graphml(str(path)), nx.read_graphml(str(path))
     assert type(ours) is type(theirs) and list(ours.nodes(data=True)) == list(theirs.nodes(data=True))
     assert sorted(map(str, ours.edges(data=True))) == sorted(map(str, theirs.edges(data=True)))
