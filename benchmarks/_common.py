@@ -60,9 +60,10 @@ class ResourceMonitor:
         rss = main_rss = 0
         for proc in self._tree():
             try:
-                rss += proc.memory_info().rss
+                proc_rss = proc.memory_info().rss
+                rss += proc_rss
                 if proc.pid == self.process.pid:
-                    main_rss = proc.memory_info().rss
+                    main_rss = proc_rss
                 times = proc.cpu_times()
                 self._cpu[proc.pid] = times.user + times.system
             except psutil.Error:

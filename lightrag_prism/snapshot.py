@@ -458,11 +458,12 @@ class SnapshotCache:
         snapshot.changes_through = position
         return snapshot
 
-    def release_previous(self, prepared: GraphSnapshot) -> None:
-        """``prepared`` (the current snapshot) has its views, built from ``previous``: that one is the base of
-        nothing more, so it is let go, and its views (as large as the current ones: 400 MB at 9,000 passages) are
-        freed when the queries still reading it end. Kept, every process that had changed the graph held both."""
-        if prepared is self._current:
+    def release_previous(self, prepared: GraphSnapshot, base: GraphSnapshot | None) -> None:
+        """``prepared`` has its views, built from ``base``: when those are the current snapshot and ``previous``,
+        ``previous`` is the base of nothing more, so it is let go, and its views (as large as the current ones: 400 MB
+        at 9,000 passages) are freed when the queries still reading it end. Kept, every process that had changed the
+        graph held both."""
+        if base is not None and prepared is self._current and base is self.previous:
             self.previous = None
 
     def _install(self, snapshot: GraphSnapshot) -> None:

@@ -22,6 +22,9 @@ from __future__ import annotations
 import re
 from xml.parsers import expat
 
+import networkx as nx
+from networkx.readwrite.graphml import GraphMLReader
+
 XML_TYPES = {str: "string", int: "long", float: "double", bool: "boolean"}  # networkx's mapping for these types
 _SPECIAL = re.compile("[&<>\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -88,25 +91,19 @@ def write_graphml(graph, path: str) -> None:
     try:
         text = graphml_text(graph)
     except Unsupported:
-        import networkx as nx
-
         nx.write_graphml(graph, path)
         return
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(text)
 
 
-GRAPHML_NS = "http://graphml.graphdrawing.org/xmlns"
-_PYTHON_TYPES = {"string": str, "int": int, "integer": int, "long": int, "float": float, "double": float,
-                 "boolean": bool}  # networkx's reading of attr.type (yFiles types aside)
-_BOOLEANS = {"true": True, "false": False, "0": False, "1": True}  # networkx's, compared in lower case
+GRAPHML_NS = GraphMLReader.NS_GRAPHML
+_NETWORKX = GraphMLReader()  # its attr.type -> Python type and boolean words: read as networkx reads them
 
 
 def read_graphml(path: str):
     """``nx.read_graphml(path)``: by :class:`_StreamReader` when the document is one it reads exactly like networkx
     (see the module doc), else by networkx."""
-    import networkx as nx
-
     try:
         with open(path, "rb") as handle:
             return _StreamReader().read(handle)
@@ -131,8 +128,6 @@ class _StreamReader:
         self.text: list[str] | None = None
 
     def read(self, handle):
-        import networkx as nx
-
         parser = expat.ParserCreate(namespace_separator="}")
         parser.buffer_text = True
         parser.StartElementHandler, parser.EndElementHandler = self._start, self._end
@@ -191,10 +186,10 @@ class _StreamReader:
 
     def _key(self, attributes: dict) -> None:
         kind = attributes.get("attr.type")
-        if "yfiles.type" in attributes or kind not in _PYTHON_TYPES or None in (attributes.get("attr.name"),
-                                                                                 attributes.get("id")):
+        if "yfiles.type" in attributes or kind not in _NETWORKX.python_type or kind == "yfiles" \
+                or None in (attributes.get("attr.name"), attributes.get("id")):
             raise Unsupported("a yFiles key, or a key without a known type, a name or an id")
-        self.keys[attributes["id"]] = (attributes["attr.name"], _PYTHON_TYPES[kind])
+        self.keys[attributes["id"]] = (attributes["attr.name"], _NETWORKX.python_type[kind])
 
     def _edge(self, attributes: dict) -> None:
         if "id" in attributes or attributes.get("directed") == "true":
@@ -221,7 +216,7 @@ class _StreamReader:
             name_of, kind = self.keys[self.data_key]
             text = "".join(self.text)
             # networkx: an empty element is "" whatever its key's type
-            self.owner[name_of] = (_BOOLEANS[text.lower()] if kind is bool else kind(text)) if text else ""
+            self.owner[name_of] = (_NETWORKX.convert_bool[text.lower()] if kind is bool else kind(text)) if text else ""
             self.text, self.data_key = None, None
             if len(self.path) == 2:  # graph data: no owner after it
                 self.owner = None

@@ -109,8 +109,8 @@ async def prepare_views(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None
                                  asyncio.to_thread(pin_descriptions, rag, snapshot))
         snapshot.derived[VIEWS_READY] = True
     snapshots = getattr(rag, "_snapshots", None)
-    if base is not None and snapshots is not None and snapshots.previous is base:
-        snapshots.release_previous(snapshot)
+    if snapshots is not None:  # duck-typed instances in tests and tools have none
+        snapshots.release_previous(snapshot, base)
 
 
 async def passages_then_chunks(rag, snapshot: GraphSnapshot, base: GraphSnapshot | None) -> None:
